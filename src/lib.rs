@@ -1,6 +1,48 @@
-//! mooncake-liveness (skeleton, filled in by the liveness-core work).
-#![allow(dead_code)]
+//! # mooncake-liveness
+//!
+//! Recoverable client liveness for a cache master (Mooncake Store's master): every client
+//! incarnation moves **Active → Suspected → Offline** on two TTLs, a liveness signal recovers a
+//! Suspected incarnation, and terminal cleanup is a retryable, exactly-once
+//! [`ClientOffboardingJob`](offboarding::ClientOffboardingJob).
+//!
+//! ```text
+//!              active TTL without a signal          suspicion TTL since the commit
+//!   Active ──────────────────────────────▶ Suspected ──────────────────────────▶ Offline
+//!     ▲                                         │
+//!     └────────── liveness signal ──────────────┘
+//! ```
+//!
+//! Guarantees in five lines (details in [`docs`]):
+//! 1. Each incarnation's state is one `AtomicU64`; "may this resource serve?" is one `Acquire` load.
+//! 2. Ping is a lock-free registry lookup plus one CAS loop on that word; it shares no lock with data-plane work.
+//! 3. The monitor's hierarchical timer wheel costs O(entries due) per tick and commits by CAS.
+//! 4. Suspicion counts from the committed transition; master stalls are credited, never charged to clients.
+//! 5. Exactly one offboarding job per incarnation; the Offline record bars remounts until it completes.
+//!
+//! The public interface is:
+#![warn(unreachable_pub, missing_docs, missing_debug_implementations)]
+#![deny(unsafe_op_in_unsafe_fn, unused_must_use)]
+
 pub mod clock;
-pub(crate) mod sync;
 pub mod config;
-pub(crate) mod monitor;
+pub mod docs;
+pub mod liveness;
+pub mod monitor;
+pub mod offboarding;
+pub(crate) mod sync;
+
+pub use clock::{Clock, LivenessClock, ManualClock, SystemClock, Tick};
+pub use config::{ConfigError, ConfigHandle, LivenessConfig};
+pub use liveness::{
+    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, PingOutcome, PingStatus,
+    Transition,
+};
+pub use monitor::{LivenessEvent, Monitor, TickReport};
+pub use offboarding::{complete_client_offboarding, ClientOffboardingJob};
+
+/// Internals for the loom models and fuzz targets only: not part of the public interface and
+/// outside any stability promise.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::liveness::word::{decide, Decision, Event};
+}

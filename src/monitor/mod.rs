@@ -1,1 +1,238 @@
+//! The liveness monitor: a hierarchical timer wheel of hints over the records' words.
+//!
+//! # How a tick works
+//!
+//! 1. **Stall brake** (invariant 5). The monitor knows when it last ran. If this tick runs more
+//!    than `stall_bound_ms` after it was scheduled, the master itself did not run: the whole gap
+//!    since the last tick is added to the [`LivenessClock`](crate::clock::LivenessClock)'s
+//!    stall credit, which moves every deadline later by the gap in O(1), and a
+//!    [`LivenessEvent::StallDetected`] is reported. No client is charged for it.
+//! 2. New records (published by mounts since the last tick) are armed at their deadline.
+//! 3. The wheel yields the entries whose tick is due — O(entries due), not O(clients).
+//! 4. For each, the monitor **re-reads the word** (the truth; the wheel is only a hint) and
+//!    applies `Event::Expire` by CAS: commit Active → Suspected (re-arm at the suspicion
+//!    deadline), commit Suspected → Offline (mint the one offboarding job), or — because a
+//!    ping moved the deadline — re-arm the entry at the deadline the word now holds (lazy
+//!    rescheduling, as tokio's timer does). Ping never touches the wheel.
+//!
+//! # Timing
+//!
+//! Ticks are at multiples of `monitor_tick_ms` on the liveness clock; the entry of a deadline
+//! `d` sits in tick `⌊d / tick⌋` and is re-armed at the next tick while `now < d`, so a
+//! transition commits at the first tick with `now ≥ d`: never early, at most one tick late
+//! (invariant 4). Suspicion starts at the committing tick (invariant 3).
+//!
+//! Lazy re-arming works because a signal only moves an Active deadline *later*. The one signal
+//! that moves a deadline earlier is a recovery (Suspected → Active at `r`, due again at
+//! `r + active TTL`, possibly before the suspicion deadline the entry sleeps on), so a Suspected
+//! entry never sleeps longer than one active TTL: it wakes at
+//! `min(suspicion deadline, now + active TTL)`, which is never after `r + active TTL`.
+//!
+//! The monitor is single-owner data (`&mut self`): it runs on a background thread
+//! ([`MonitorThread`]) with the system clock, or is stepped by hand on a manual clock (tests,
+//! replay, loom).
+
+#[cfg(not(loom))]
+mod thread;
 pub(crate) mod wheel;
+
+#[cfg(not(loom))]
+pub use thread::MonitorThread;
+
+use crate::clock::Tick;
+use crate::liveness::record::Evaluation;
+use crate::liveness::{Cause, Change, ClientLivenessRecord, Liveness, LivenessState, Transition, Ttls, Word};
+use crate::offboarding::ClientOffboardingJob;
+use crate::sync::Arc;
+use std::fmt;
+use wheel::Wheel;
+
+/// Something the monitor committed or detected, in the order it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LivenessEvent {
+    /// A committed state change.
+    Transition(Transition),
+    /// The master stalled for `ms`; every deadline was extended by it.
+    StallDetected {
+        /// Base-clock time the master resumed.
+        at_ms: u64,
+        /// The stall charged to the master.
+        ms: u64,
+    },
+}
+
+/// What one tick produced.
+#[derive(Debug, Default)]
+pub struct TickReport {
+    /// Events in commit order.
+    pub events: Vec<LivenessEvent>,
+    /// One job per incarnation this tick committed Offline.
+    pub jobs: Vec<ClientOffboardingJob>,
+}
+
+/// Counters kept by the monitor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MonitorStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Wheel entries examined (due entries re-read).
+    pub entries_examined: u64,
+    /// Active → Suspected commits.
+    pub suspected: u64,
+    /// Suspected → Offline commits.
+    pub offline: u64,
+    /// Stalls detected.
+    pub stalls: u64,
+    /// Total stall time credited, ms.
+    pub stall_ms: u64,
+}
+
+/// The monitor: owns the wheel; the records' words are the truth.
+pub struct Monitor {
+    wheel: Wheel<Arc<ClientLivenessRecord>>,
+    tick_ms: u64,
+    last_tick_base_ms: u64,
+    due: Vec<Arc<ClientLivenessRecord>>,
+    stats: MonitorStats,
+}
+
+impl Monitor {
+    /// A monitor for `liveness`, starting now. The tick length is fixed at construction.
+    pub fn new(liveness: &Liveness) -> Self {
+        let tick_ms = liveness.config().load().monitor_tick_ms.max(1);
+        let now_l = liveness.clock().now_ms();
+        Self {
+            wheel: Wheel::new(Tick::of_ms(now_l, tick_ms)),
+            tick_ms,
+            last_tick_base_ms: liveness.clock().base().now_ms(),
+            due: Vec::new(),
+            stats: MonitorStats::default(),
+        }
+    }
+
+    /// The tick length, ms.
+    pub fn tick_ms(&self) -> u64 {
+        self.tick_ms
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> MonitorStats {
+        self.stats
+    }
+
+    /// Entries in the wheel (one per Active or Suspected incarnation).
+    pub fn armed(&self) -> usize {
+        self.wheel.len()
+    }
+
+    /// Runs one tick at the clock's current time.
+    pub fn tick(&mut self, liveness: &Liveness) -> TickReport {
+        let mut report = TickReport::default();
+        let base_now = liveness.clock().base().now_ms();
+        self.stats.ticks += 1;
+        self.check_stall(liveness, base_now, &mut report);
+        let now_l = liveness.clock().now_ms();
+        let now_tick = Tick::of_ms(now_l, self.tick_ms);
+        for rec in liveness.take_new_records() {
+            let deadline = rec.word().deadline_ms();
+            self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
+        }
+        let mut due = std::mem::take(&mut self.due);
+        self.wheel.poll_expired(now_tick, &mut due);
+        let ttls = liveness.ttls();
+        for rec in due.drain(..) {
+            self.stats.entries_examined += 1;
+            self.evaluate(rec, now_l, now_tick, base_now, ttls, &mut report);
+        }
+        self.due = due;
+        report
+    }
+
+    fn check_stall(&mut self, liveness: &Liveness, base_now: u64, report: &mut TickReport) {
+        let last = std::mem::replace(&mut self.last_tick_base_ms, base_now);
+        let config = liveness.config().load();
+        let lateness = base_now.saturating_sub(last.saturating_add(self.tick_ms));
+        if !config.stall_brake || lateness <= config.stall_bound_ms {
+            return;
+        }
+        let gap = base_now - last;
+        liveness.clock().add_stall_ms(gap);
+        self.stats.stalls += 1;
+        self.stats.stall_ms += gap;
+        tracing::warn!(stall_ms = gap, "master stall detected; deadlines extended");
+        report.events.push(LivenessEvent::StallDetected {
+            at_ms: base_now,
+            ms: gap,
+        });
+    }
+
+    fn evaluate(
+        &mut self,
+        rec: Arc<ClientLivenessRecord>,
+        now_l: u64,
+        now_tick: Tick,
+        base_now: u64,
+        ttls: Ttls,
+        report: &mut TickReport,
+    ) {
+        match rec.evaluate(now_l, ttls, false) {
+            Evaluation::Wait(word) => self.rearm(rec, wake_ms(word, now_l, ttls), now_tick),
+            Evaluation::Suspected(from, to, change) => {
+                self.stats.suspected += u64::from(change == Change::Suspected);
+                report.events.push(transition(&rec, from, to, Cause::Timeout, base_now));
+                self.rearm(rec, wake_ms(to, now_l, ttls), now_tick);
+            }
+            Evaluation::Offline(from, to, proof) => {
+                self.stats.offline += 1;
+                report.events.push(transition(&rec, from, to, Cause::Timeout, base_now));
+                report.jobs.push(ClientOffboardingJob::from_commit(rec, proof, base_now));
+            }
+            // The mass-suspicion brake is not engaged by this monitor yet: Held cannot occur,
+            // but keeping the entry armed is the safe answer if it ever does.
+            Evaluation::Held => self.rearm(rec, now_l, now_tick),
+            Evaluation::Retired => {}
+        }
+    }
+
+    /// Re-arms at the deadline's tick, but never at or before the tick being processed.
+    fn rearm(&mut self, rec: Arc<ClientLivenessRecord>, deadline_ms: u64, now_tick: Tick) {
+        let at = Tick::of_ms(deadline_ms, self.tick_ms).max(Tick(now_tick.0 + 1));
+        self.wheel.insert(at, rec);
+    }
+}
+
+/// When the entry of a record whose word is `word` must next wake, on the liveness clock.
+///
+/// Active: its deadline (signals only move it later, which lazy re-arming handles). Suspected:
+/// the suspicion deadline, but no later than one active TTL from now — a recovery at any time
+/// `r ≥ now` sets an Active deadline `r + active TTL`, and the entry must not sleep past it, since
+/// nothing tells the wheel about a recovery (Ping never touches the wheel).
+fn wake_ms(word: Word, now_l: u64, ttls: Ttls) -> u64 {
+    match word.state() {
+        LivenessState::Suspected => word.deadline_ms().min(now_l.saturating_add(ttls.active_ms)),
+        _ => word.deadline_ms(),
+    }
+}
+
+fn transition(rec: &ClientLivenessRecord, from: Word, to: Word, cause: Cause, at_ms: u64) -> LivenessEvent {
+    let t = Transition {
+        client: rec.client(),
+        incarnation: rec.incarnation(),
+        from: from.state(),
+        to: to.state(),
+        cause,
+        at_ms,
+    };
+    tracing::info!(client = %t.client, incarnation = t.incarnation.0, from = %t.from, to = %t.to, at_ms, "liveness transition");
+    LivenessEvent::Transition(t)
+}
+
+impl fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Monitor")
+            .field("tick_ms", &self.tick_ms)
+            .field("armed", &self.wheel.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}

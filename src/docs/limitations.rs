@@ -1,0 +1,19 @@
+//! What the design does not do, and why.
+//!
+//! - **Deadline range.** Deadlines are 40-bit liveness-clock milliseconds (about 34.8 years from
+//!   the clock's epoch, which is process start for [`SystemClock`](crate::SystemClock)). Later
+//!   deadlines saturate at `MAX_DEADLINE_MS`; the wheel clamps far deadlines and re-arms.
+//! - **Sequence wrap.** The transition sequence is 22 bits. An ABA on the word would need exactly
+//!   2^22 transitions of one incarnation between a monitor's load and its CAS, and the deadline
+//!   field would also have to match; the monitor's load-to-CAS window is a few instructions.
+//! - **Incarnation numbers** are `u64`, saturating; a client id's slot keeps its last number
+//!   after the record is erased (one small entry per client id ever seen), so incarnation n + 1
+//!   really follows n.
+//! - **TTL reload.** New TTLs apply to deadlines computed after the swap. A signal never moves a
+//!   deadline earlier, so a shorter active TTL takes effect for a client within one old TTL.
+//!   The monitor tick length is fixed at construction.
+//! - **Ping-path stalls.** The monitor measures its own lateness. Our Ping path takes no lock,
+//!   so upstream's #3936 failure (pings blocked behind `client_mutex_`) cannot happen here; a
+//!   starved RPC layer in front of the library is outside what the library can observe.
+//! - **Mount work runs outside any lock.** The incarnation may go Offline while the caller's work
+//!   runs; the caller is told (`MountOutcome::Lost`) and must undo it.

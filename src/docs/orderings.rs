@@ -1,0 +1,13 @@
+//! Every synchronization edge, and why its ordering suffices.
+//!
+//! | edge | write | read | why |
+//! |---|---|---|---|
+//! | signal → monitor | word CAS `AcqRel` | word load `Acquire` / CAS | the monitor's CAS is prepared against the word it read; a signal that moved the deadline makes it fail, and the monitor re-reads. No separate "last signal" field can be missed. |
+//! | monitor Suspected commit → serving checks | word CAS `AcqRel` | `is_serving` `Acquire` load | a reader that sees Suspected stops routing; one that still sees Active raced the commit and is linearized before it. |
+//! | monitor Offline commit → offboarding job | word CAS `AcqRel` (the proof) | the job holds the record `Arc` | the job is created on the monitor thread after its winning CAS; a job moved to another thread carries the happens-before of that move (queue push/pop are Release/Acquire). |
+//! | mount work → Offline commit | the mount's resources are registered under the master's own synchronization before the signal CAS | the offboarding sweep | if the sweep ran first, the mount's later CAS reads Offline (coherence after the sweep's lock) and the mount is `Lost`; if the CAS ran first, the sweep sees the resources. |
+//! | registry publish → Ping lookup | arc-swap `store` (SeqCst inside arc-swap) under the shard writer mutex | arc-swap `load` | readers see a complete map, old or new. |
+//! | stall credit → signals | `fetch_add` `AcqRel` (monitor only) | `Acquire` load | a signal that misses a just-added credit stores a deadline later than needed: in the client's favour. |
+//! | readiness | `store` `Release` (ReMount) | `load` `Acquire` (Ping) | independent of liveness; no ordering with the word is needed (invariant 8). |
+//!
+//! No operation needs a total order across different records, so nothing uses `SeqCst`.

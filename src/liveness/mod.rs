@@ -1,0 +1,355 @@
+//! Client liveness: per-incarnation records, the registry, and the signal paths.
+//!
+//! ```text
+//!              active TTL without a signal          suspicion TTL since the commit
+//!   Active ──────────────────────────────▶ Suspected ──────────────────────────▶ Offline
+//!     ▲                                         │                          (terminal for the
+//!     └────────── liveness signal ──────────────┘                           incarnation)
+//! ```
+//!
+//! # Ground rules
+//!
+//! - The truth is each record's word (`record.rs`, layout in `word.rs`); everything else — the
+//!   monitor's wheel, the registry's maps, readiness — is derived from it or independent of it.
+//! - Signals ([`Liveness::ping`], [`Liveness::mount`]) are lock-free: a registry lookup (no lock)
+//!   and one CAS loop on the word. Ping never touches the monitor's wheel.
+//! - A new incarnation is created only by a mount whose work succeeded, and is then handed to
+//!   the monitor through a short inbox (the only lock here; Ping never takes it).
+//! - Time is the [`LivenessClock`]: base time minus detected master stalls.
+
+pub mod record;
+pub mod registry;
+pub mod word;
+
+pub use record::{Applied, ClientLivenessRecord};
+pub use registry::{Registry, Slot};
+pub use word::{Change, LivenessState, Seq, Ttls, Word};
+
+use crate::clock::{Clock, LivenessClock};
+use crate::config::{ConfigHandle, LivenessConfig};
+use crate::sync::{Arc, CellArc, Mutex};
+use registry::PublishError;
+use std::fmt;
+
+/// A client id (Mooncake's UUID pair as one `u128`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ClientId(pub u128);
+
+impl fmt::Display for ClientId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// A client incarnation number: 1 for a client id's first record, +1 for each later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Incarnation(pub u64);
+
+impl Incarnation {
+    /// The first incarnation of a client id.
+    pub const FIRST: Incarnation = Incarnation(1);
+
+    /// The incarnation after this one.
+    pub fn next(self) -> Incarnation {
+        Incarnation(self.0.saturating_add(1))
+    }
+}
+
+impl fmt::Display for Incarnation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Ping's wire answer (unchanged RPC schema).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PingStatus {
+    /// Active and ready.
+    #[serde(rename = "OK")]
+    Ok,
+    /// Unknown, Offline, stale token, or alive but not (re)mounted yet.
+    #[serde(rename = "NEED_REMOUNT")]
+    NeedRemount,
+}
+
+/// What caused a transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A deadline passed (the monitor committed it).
+    Timeout,
+    /// A Ping recovered a Suspected incarnation.
+    RecoveredByPing,
+    /// A successful mount / ReMount recovered a Suspected incarnation.
+    RecoveredByMount,
+    /// The mass-suspicion brake released and gave the incarnation a fresh suspicion window.
+    BrakeReleased,
+}
+
+/// One committed state change of one incarnation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transition {
+    /// The client.
+    pub client: ClientId,
+    /// The incarnation.
+    pub incarnation: Incarnation,
+    /// State before.
+    pub from: LivenessState,
+    /// State after.
+    pub to: LivenessState,
+    /// Why.
+    pub cause: Cause,
+    /// Base-clock time of the commit (virtual time in replay).
+    pub at_ms: u64,
+}
+
+/// The answer to a Ping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PingOutcome {
+    /// The wire status.
+    pub status: PingStatus,
+    /// `Some` when this ping recovered a Suspected incarnation.
+    pub recovered: Option<Transition>,
+}
+
+/// Why a successful mount's work could not be kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostReason {
+    /// The incarnation was committed Offline while the mount work ran.
+    WentOffline,
+    /// A concurrent first mount of the same client id published its incarnation first.
+    Raced,
+}
+
+/// The outcome of [`Liveness::mount`].
+#[derive(Debug)]
+#[must_use = "a Lost outcome obliges the caller to undo the mount work"]
+pub enum MountOutcome<T, E> {
+    /// The work succeeded and the liveness signal was committed.
+    Mounted {
+        /// What the work returned.
+        value: T,
+        /// The incarnation the work ran for.
+        record: Arc<ClientLivenessRecord>,
+        /// `true` if this mount created the incarnation.
+        created: bool,
+        /// `Some` if this mount recovered a Suspected incarnation.
+        recovered: Option<Transition>,
+    },
+    /// The work failed: no signal, no recovery, no record created.
+    Failed(E),
+    /// The previous incarnation is Offline and still being offboarded (`CLIENT_OFFBOARDING`); the work did not run.
+    Offboarding(Incarnation),
+    /// The caller's incarnation token is not the current incarnation (`NEED_REMOUNT`); the work did not run.
+    StaleToken,
+    /// The work succeeded but cannot be kept; the caller must undo it (see [`LostReason`]).
+    Lost(T, LostReason),
+}
+
+/// The liveness half of a master: clock, configuration, registry and signal paths.
+pub struct Liveness {
+    clock: LivenessClock<CellArc<dyn Clock>>,
+    config: ConfigHandle,
+    registry: Registry,
+    inbox: Mutex<Vec<Arc<ClientLivenessRecord>>>,
+}
+
+impl Liveness {
+    /// A liveness core on `clock` with `config`.
+    pub fn new(clock: CellArc<dyn Clock>, config: LivenessConfig) -> Self {
+        Self::with_registry(clock, config, Registry::default())
+    }
+
+    /// As [`Liveness::new`] with a registry of a chosen shard count.
+    pub fn with_registry(clock: CellArc<dyn Clock>, config: LivenessConfig, registry: Registry) -> Self {
+        Self {
+            clock: LivenessClock::new(clock),
+            config: ConfigHandle::new(config),
+            registry,
+            inbox: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The clock deadlines live on.
+    pub fn clock(&self) -> &LivenessClock<CellArc<dyn Clock>> {
+        &self.clock
+    }
+
+    /// The hot-swappable configuration.
+    pub fn config(&self) -> &ConfigHandle {
+        &self.config
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The TTLs in force now.
+    pub fn ttls(&self) -> Ttls {
+        let c = self.config.load();
+        Ttls {
+            active_ms: c.active_ttl_ms,
+            suspicion_ms: c.suspicion_ttl_ms,
+        }
+    }
+
+    /// Ping: refresh, or recover then answer by readiness; `NEED_REMOUNT` for unknown, Offline
+    /// or stale-token callers (no record is created). Lock-free.
+    pub fn ping(&self, client: ClientId, token: Option<Incarnation>) -> PingOutcome {
+        let now = self.clock.now_ms();
+        let ttls = self.ttls();
+        let need_remount = PingOutcome {
+            status: PingStatus::NeedRemount,
+            recovered: None,
+        };
+        self.registry.with_slot(client, |slot| {
+            let Some(Slot::Live(rec)) = slot else {
+                return need_remount;
+            };
+            if token.is_some_and(|t| t != rec.incarnation()) {
+                return need_remount;
+            }
+            match rec.signal(now, ttls) {
+                Applied::Offline => need_remount,
+                applied => PingOutcome {
+                    status: if rec.is_ready() { PingStatus::Ok } else { PingStatus::NeedRemount },
+                    recovered: self.recovery(rec, &applied, Cause::RecoveredByPing),
+                },
+            }
+        })
+    }
+
+    fn recovery(&self, rec: &ClientLivenessRecord, applied: &Applied, cause: Cause) -> Option<Transition> {
+        match applied {
+            Applied::Committed {
+                change: Change::Recovered,
+                from,
+                to,
+            } => Some(Transition {
+                client: rec.client(),
+                incarnation: rec.incarnation(),
+                from: from.state(),
+                to: to.state(),
+                cause,
+                at_ms: self.clock.base().now_ms(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Runs mount work `op` for `client` and commits a liveness signal only if it succeeds.
+    ///
+    /// `op` receives the incarnation its resources must bind to. For a known client that is the
+    /// current record; for a new client it is a fresh record that is published only after `op`
+    /// succeeded (a failed first mount creates nothing). The protocol is lock-free and closes
+    /// both windows upstream needed a mutex for:
+    /// - an Offline record refuses the mount before `op` runs ([`MountOutcome::Offboarding`]);
+    /// - if the incarnation is committed Offline *while* `op` runs, the signal's CAS fails and
+    ///   the caller gets [`MountOutcome::Lost`] and must undo `op`'s work; the Offline commit is
+    ///   never undone and a failed mount never recovers anyone.
+    ///
+    /// `op` must register its resources where offboarding will find them *before* returning, so
+    /// that an Offline commit that wins either sees them or makes this mount `Lost`.
+    pub fn mount<T, E>(
+        &self,
+        client: ClientId,
+        token: Option<Incarnation>,
+        op: impl FnOnce(&Arc<ClientLivenessRecord>) -> Result<T, E>,
+    ) -> MountOutcome<T, E> {
+        match self.registry.slot(client) {
+            Some(Slot::Live(rec)) => self.mount_existing(rec, token, op),
+            Some(Slot::Vacant(last)) => self.mount_new(client, Some(last), token, op),
+            None => self.mount_new(client, None, token, op),
+        }
+    }
+
+    fn mount_existing<T, E>(
+        &self,
+        rec: Arc<ClientLivenessRecord>,
+        token: Option<Incarnation>,
+        op: impl FnOnce(&Arc<ClientLivenessRecord>) -> Result<T, E>,
+    ) -> MountOutcome<T, E> {
+        if token.is_some_and(|t| t != rec.incarnation()) {
+            return MountOutcome::StaleToken;
+        }
+        if !rec.should_retain() {
+            return MountOutcome::Offboarding(rec.incarnation());
+        }
+        let value = match op(&rec) {
+            Ok(v) => v,
+            Err(e) => return MountOutcome::Failed(e),
+        };
+        let now = self.clock.now_ms();
+        match rec.signal(now, self.ttls()) {
+            Applied::Offline => MountOutcome::Lost(value, LostReason::WentOffline),
+            applied => MountOutcome::Mounted {
+                value,
+                recovered: self.recovery(&rec, &applied, Cause::RecoveredByMount),
+                record: rec,
+                created: false,
+            },
+        }
+    }
+
+    fn mount_new<T, E>(
+        &self,
+        client: ClientId,
+        last: Option<Incarnation>,
+        token: Option<Incarnation>,
+        op: impl FnOnce(&Arc<ClientLivenessRecord>) -> Result<T, E>,
+    ) -> MountOutcome<T, E> {
+        if token.is_some() {
+            // The token names an incarnation that no longer exists: the client must mount
+            // without one to start a new incarnation.
+            return MountOutcome::StaleToken;
+        }
+        let incarnation = last.map_or(Incarnation::FIRST, Incarnation::next);
+        let now = self.clock.now_ms();
+        let rec = Arc::new(ClientLivenessRecord::new(client, incarnation, now, self.ttls().active_ms));
+        let value = match op(&rec) {
+            Ok(v) => v,
+            Err(e) => return MountOutcome::Failed(e),
+        };
+        // The first signal is the mount itself; refresh it to the time the work finished.
+        rec.signal(self.clock.now_ms(), self.ttls());
+        match self.registry.publish(rec.clone(), last) {
+            Ok(()) => {
+                self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
+                MountOutcome::Mounted {
+                    value,
+                    record: rec,
+                    created: true,
+                    recovered: None,
+                }
+            }
+            Err(PublishError::Raced) => MountOutcome::Lost(value, LostReason::Raced),
+        }
+    }
+
+    /// Marks the current incarnation of `client` ready (ReMount finished) or not.
+    /// Returns `false` if the client has no live record.
+    pub fn set_ready(&self, client: ClientId, ready: bool) -> bool {
+        match self.registry.get(client) {
+            Some(rec) => {
+                rec.set_ready(ready);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes the records published since the last call (the monitor arms them in its wheel).
+    pub(crate) fn take_new_records(&self) -> Vec<Arc<ClientLivenessRecord>> {
+        std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl fmt::Debug for Liveness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Liveness")
+            .field("now_ms", &self.clock.now_ms())
+            .field("registry", &self.registry)
+            .finish()
+    }
+}

@@ -1,0 +1,281 @@
+//! `ClientLivenessRecord`: one incarnation's liveness word, readiness flag and identity.
+//!
+//! # Ground rules
+//!
+//! - **Who writes `word`.** Signal paths (Ping, a successful mount) and the monitor, only ever by
+//!   compare-and-swap of a word computed by [`decide`] from the word they read. No path stores
+//!   blindly, so every write is decided on the latest value in the word's modification order.
+//! - **Which race each CAS settles.** (a) A signal against the Active → Suspected commit: the
+//!   signal moves the deadline, so the monitor's CAS (prepared against the old deadline) fails
+//!   and the monitor re-reads and re-arms. (b) A signal against the Suspected → Offline commit
+//!   (invariant 7): exactly one of the two CASes succeeds on the same Suspected word; the loser
+//!   re-reads and sees Active (the monitor waits) or Offline (the signal is refused). `seq`
+//!   makes a stale Suspected word differ from a later one (ABA).
+//! - **Orderings.** Every CAS is `AcqRel`/`Acquire`: the Offline commit *releases* everything the
+//!   monitor did before it and the offboarding job that follows *acquires* through the same
+//!   word; a signal's CAS acquires the Offline commit it loses to. The serving check is one
+//!   `Acquire` load: a reader that sees Active also sees everything published before the last
+//!   recovery. Readers never need a total order across records, so no `SeqCst`.
+//! - **`ready`** (remount readiness) is an independent axis (invariant 8): written by the
+//!   master's ReMount path (`Release`), read by Ping (`Acquire`); it never decides serving.
+//! - **Identity** (`client`, `incarnation`) is immutable. Resources keep the `Arc` of the record
+//!   that created them, so a later incarnation is a different record and can never make them
+//!   serve again (invariant 13).
+//!
+//! The record is one cache line (`#[repr(align(64))]`, 64 bytes) so that two clients' words never
+//! share a line and their pings do not contend.
+
+use super::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
+use super::{ClientId, Incarnation};
+use crate::sync::{AtomicBool, AtomicU64, Backoff, Ordering};
+use std::fmt;
+
+/// The liveness record of one client incarnation.
+#[repr(align(64))]
+pub struct ClientLivenessRecord {
+    word: AtomicU64,
+    ready: AtomicBool,
+    client: ClientId,
+    incarnation: Incarnation,
+}
+
+/// Result of applying an event to a record.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// The CAS installed `to` over `from`.
+    Committed {
+        /// The word replaced.
+        from: Word,
+        /// The word installed.
+        to: Word,
+        /// Why.
+        change: Change,
+    },
+    /// Nothing due; re-arm by the word's deadline.
+    Wait {
+        /// The word the decision was made on.
+        word: Word,
+    },
+    /// Offline is due but held by the mass-suspicion brake.
+    Held,
+    /// The incarnation is Offline: a signal is refused / the monitor entry retires.
+    Offline,
+}
+
+/// What the monitor learns from evaluating a record at a tick.
+#[derive(Debug)]
+pub(crate) enum Evaluation {
+    /// Not due; re-arm by this word's deadline.
+    Wait(Word),
+    /// This call committed Active → Suspected (or renewed a suspicion window); re-arm at the word's deadline.
+    Suspected(Word, Word, Change),
+    /// This call won the Suspected → Offline commit.
+    Offline(Word, Word, OfflineCommitted),
+    /// Offline is held by the brake.
+    Held,
+    /// Already Offline (committed by someone else, or earlier): drop the entry.
+    Retired,
+}
+
+/// Proof that the holder won the Suspected → Offline CAS of one record. Only
+/// [`ClientLivenessRecord::evaluate`] can make one, and minting an offboarding job consumes it:
+/// this is how "exactly one job per incarnation" (invariant 15) is enforced by the type system.
+#[derive(Debug)]
+pub(crate) struct OfflineCommitted(());
+
+impl ClientLivenessRecord {
+    /// A new Active, not-ready incarnation whose first signal is at `now_ms` (liveness clock).
+    pub(crate) fn new(client: ClientId, incarnation: Incarnation, now_ms: u64, active_ttl_ms: u64) -> Self {
+        Self::with_word(client, incarnation, Word::first(now_ms, active_ttl_ms))
+    }
+
+    /// A record starting from an arbitrary word (tests, models, restore).
+    pub(crate) fn with_word(client: ClientId, incarnation: Incarnation, word: Word) -> Self {
+        Self {
+            word: AtomicU64::new(word.raw()),
+            ready: AtomicBool::new(false),
+            client,
+            incarnation,
+        }
+    }
+
+    /// The client id.
+    pub fn client(&self) -> ClientId {
+        self.client
+    }
+
+    /// This incarnation's number (1 for a client's first incarnation).
+    pub fn incarnation(&self) -> Incarnation {
+        self.incarnation
+    }
+
+    /// The current word (one `Acquire` load).
+    pub fn word(&self) -> Word {
+        Word::from_raw(self.word.load(Ordering::Acquire))
+    }
+
+    /// The current state.
+    pub fn state(&self) -> LivenessState {
+        self.word().state()
+    }
+
+    /// May this incarnation's resources serve new work? One `Acquire` load and a compare.
+    #[inline]
+    pub fn is_serving(&self) -> bool {
+        Word::raw_is_active(self.word.load(Ordering::Acquire))
+    }
+
+    /// Must this incarnation's resources be kept? One `Acquire` load and a compare.
+    #[inline]
+    pub fn should_retain(&self) -> bool {
+        Word::raw_is_retained(self.word.load(Ordering::Acquire))
+    }
+
+    /// Remount readiness (the client finished ReMount in this incarnation).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Sets remount readiness; never changes liveness.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Applies `ev` at `now_ms` by CAS until the decision is settled on the latest word.
+    pub(crate) fn apply(&self, ev: Event, now_ms: u64, ttls: Ttls) -> Applied {
+        let backoff = Backoff::new();
+        let mut cur = self.word.load(Ordering::Acquire);
+        loop {
+            let word = Word::from_raw(cur);
+            let next = match decide(word, ev, now_ms, ttls) {
+                Decision::Commit { next, change } => (next, change),
+                Decision::Wait { .. } => return Applied::Wait { word },
+                Decision::Held => return Applied::Held,
+                Decision::RefuseOffline | Decision::Retire => return Applied::Offline,
+            };
+            // AcqRel: publish what this thread did before the transition; acquire the
+            // transition we may have raced (see the ground rules).
+            match self.word.compare_exchange_weak(cur, next.0.raw(), Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    return Applied::Committed {
+                        from: word,
+                        to: next.0,
+                        change: next.1,
+                    }
+                }
+                Err(actual) => {
+                    cur = actual;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+
+    /// A liveness signal at `now_ms`: refreshes Active, recovers Suspected, refused if Offline.
+    pub(crate) fn signal(&self, now_ms: u64, ttls: Ttls) -> Applied {
+        self.apply(Event::Signal, now_ms, ttls)
+    }
+
+    /// The monitor's evaluation at a tick.
+    pub(crate) fn evaluate(&self, now_ms: u64, ttls: Ttls, hold_offline: bool) -> Evaluation {
+        let ev = if hold_offline {
+            Event::ExpireHoldingOffline
+        } else {
+            Event::Expire
+        };
+        self.evaluation_of(self.apply(ev, now_ms, ttls))
+    }
+
+    /// Gives a Suspected record a fresh suspicion window (the brake released).
+    pub(crate) fn renew_suspicion(&self, now_ms: u64, ttls: Ttls) -> Evaluation {
+        self.evaluation_of(self.apply(Event::RenewSuspicion, now_ms, ttls))
+    }
+
+    fn evaluation_of(&self, applied: Applied) -> Evaluation {
+        match applied {
+            Applied::Committed {
+                from,
+                to,
+                change: Change::WentOffline,
+            } => Evaluation::Offline(from, to, OfflineCommitted(())),
+            Applied::Committed { from, to, change } => Evaluation::Suspected(from, to, change),
+            Applied::Wait { word } => Evaluation::Wait(word),
+            Applied::Held => Evaluation::Held,
+            Applied::Offline => Evaluation::Retired,
+        }
+    }
+}
+
+impl fmt::Debug for ClientLivenessRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientLivenessRecord")
+            .field("client", &self.client)
+            .field("incarnation", &self.incarnation)
+            .field("word", &self.word())
+            .field("ready", &self.is_ready())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::liveness::word::Seq;
+
+    const TTLS: Ttls = Ttls {
+        active_ms: 10_000,
+        suspicion_ms: 20_000,
+    };
+
+    fn rec() -> ClientLivenessRecord {
+        ClientLivenessRecord::new(ClientId(7), Incarnation(1), 0, TTLS.active_ms)
+    }
+
+    #[test]
+    fn record_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<ClientLivenessRecord>(), 64);
+        assert_eq!(std::mem::align_of::<ClientLivenessRecord>(), 64);
+    }
+
+    #[test]
+    fn new_record_is_active_not_ready() {
+        let r = rec();
+        assert!(r.is_serving() && r.should_retain() && !r.is_ready());
+        assert_eq!(r.word(), Word::pack(LivenessState::Active, Seq::default(), 10_000));
+    }
+
+    #[test]
+    fn full_lifecycle_and_terminal_offline() {
+        let r = rec();
+        assert!(matches!(r.evaluate(9_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 10_000));
+        assert!(matches!(r.evaluate(10_000, TTLS, false), Evaluation::Suspected(..)));
+        assert!(!r.is_serving() && r.should_retain());
+        assert!(matches!(r.evaluate(29_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 30_000));
+        assert!(matches!(r.evaluate(30_000, TTLS, true), Evaluation::Held));
+        assert!(matches!(r.evaluate(30_000, TTLS, false), Evaluation::Offline(..)));
+        assert!(!r.should_retain());
+        assert_eq!(r.signal(30_001, TTLS), Applied::Offline);
+        assert!(matches!(r.evaluate(40_000, TTLS, false), Evaluation::Retired));
+    }
+
+    #[test]
+    fn signal_recovers_suspected() {
+        let r = rec();
+        r.evaluate(10_000, TTLS, false);
+        let applied = r.signal(12_000, TTLS);
+        assert!(matches!(applied, Applied::Committed { change: Change::Recovered, .. }));
+        assert!(r.is_serving());
+        assert_eq!(r.word().deadline_ms(), 22_000);
+    }
+
+    #[test]
+    fn readiness_is_independent_of_liveness() {
+        let r = rec();
+        r.set_ready(true);
+        r.evaluate(10_000, TTLS, false);
+        assert!(r.is_ready() && !r.is_serving());
+        r.set_ready(false);
+        r.signal(11_000, TTLS);
+        assert!(!r.is_ready() && r.is_serving());
+    }
+}

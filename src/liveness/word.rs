@@ -1,0 +1,418 @@
+//! The packed liveness word and the pure transition function.
+//!
+//! One `AtomicU64` per incarnation holds everything a transition must decide on, so that a
+//! single compare-and-swap settles every race between a signal (Ping, a successful mount) and
+//! the monitor.
+//!
+//! ```text
+//!  63                                   24 23                     2 1   0
+//! +---------------------------------------+------------------------+-----+
+//! |          deadline_ms (40 bits)        |    seq (22 bits)       |state|
+//! +---------------------------------------+------------------------+-----+
+//! ```
+//!
+//! | field | bits | meaning |
+//! |---|---|---|
+//! | `state` | 0..2 | [`LivenessState`]: `Active` = 0, `Suspected` = 1, `Offline` = 2 (3 is never written) |
+//! | `seq` | 2..24 | transition sequence: +1 on every state change, wraps at 2^22 |
+//! | `deadline_ms` | 24..64 | liveness-clock milliseconds: **Active**: when the incarnation becomes due for suspicion (last accepted signal + active TTL); **Suspected**: when it becomes due for Offline (the tick that *committed* Suspected + suspicion TTL); **Offline**: when Offline was committed |
+//!
+//! Why the deadline is in the word rather than in a second atomic: a ping that lands while the
+//! monitor is deciding to suspect must make the monitor's CAS fail. With the deadline in the
+//! word, a refreshed deadline changes the word and the stale CAS loses; with a separate
+//! "last signal" atomic the monitor could suspect an incarnation that pinged a moment ago.
+//! Why `seq`: a Suspected → Active → Suspected round trip may produce the same state and, after
+//! a configuration reload, even the same deadline; `seq` makes the second Suspected a different
+//! word, so an Offline CAS prepared against the first one fails (ABA).
+//!
+//! The transition logic is [`decide`]: a pure function of the current word, the event, the
+//! time and the TTLs. The CAS loops in `record.rs` only apply its [`Decision`]s.
+
+use std::fmt;
+
+/// Bits of the state field.
+pub const STATE_BITS: u32 = 2;
+/// Bits of the transition sequence.
+pub const SEQ_BITS: u32 = 22;
+/// Bits of the deadline (liveness-clock milliseconds): about 34.8 years.
+pub const DEADLINE_BITS: u32 = 64 - STATE_BITS - SEQ_BITS;
+const SEQ_SHIFT: u32 = STATE_BITS;
+const DEADLINE_SHIFT: u32 = STATE_BITS + SEQ_BITS;
+const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// The largest representable deadline; later deadlines saturate here.
+pub const MAX_DEADLINE_MS: u64 = (1 << DEADLINE_BITS) - 1;
+
+const STATE_ACTIVE: u64 = 0;
+const STATE_SUSPECTED: u64 = 1;
+const STATE_OFFLINE: u64 = 2;
+
+/// The liveness state of one client incarnation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum LivenessState {
+    /// Its resources serve new work.
+    Active,
+    /// Its resources are retained but serve nothing new; a liveness signal recovers it.
+    Suspected,
+    /// Terminal for this incarnation; offboarding runs, the record is the remount barrier.
+    Offline,
+}
+
+impl LivenessState {
+    /// The name used in events and the diagnostic query.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "Active",
+            Self::Suspected => "Suspected",
+            Self::Offline => "Offline",
+        }
+    }
+
+    fn bits(self) -> u64 {
+        match self {
+            Self::Active => STATE_ACTIVE,
+            Self::Suspected => STATE_SUSPECTED,
+            Self::Offline => STATE_OFFLINE,
+        }
+    }
+
+    fn from_bits(bits: u64) -> Self {
+        match bits {
+            STATE_ACTIVE => Self::Active,
+            STATE_SUSPECTED => Self::Suspected,
+            // 3 is never written; treating it as Offline fails closed.
+            _ => Self::Offline,
+        }
+    }
+}
+
+impl fmt::Display for LivenessState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The transition sequence: 22 bits, wrapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Seq(u32);
+
+impl Seq {
+    /// A sequence value, masked to 22 bits.
+    pub fn new(v: u32) -> Self {
+        Seq((v as u64 & SEQ_MASK) as u32)
+    }
+    /// The raw value.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+    /// The next value, wrapping at 2^22.
+    pub fn next(self) -> Self {
+        Seq::new(self.0.wrapping_add(1))
+    }
+}
+
+/// A decoded snapshot of the packed word.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Word(u64);
+
+impl Word {
+    /// Packs the three fields; a deadline beyond [`MAX_DEADLINE_MS`] saturates.
+    pub fn pack(state: LivenessState, seq: Seq, deadline_ms: u64) -> Word {
+        debug_assert!(u64::from(seq.0) <= SEQ_MASK, "seq {} exceeds {SEQ_BITS} bits", seq.0);
+        let deadline = deadline_ms.min(MAX_DEADLINE_MS);
+        Word(state.bits() | (u64::from(seq.0) << SEQ_SHIFT) | (deadline << DEADLINE_SHIFT))
+    }
+    /// Reinterprets a raw word (as loaded from the atomic).
+    pub fn from_raw(raw: u64) -> Word {
+        Word(raw)
+    }
+    /// The raw bits (as stored in the atomic).
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+    /// The state field.
+    pub fn state(self) -> LivenessState {
+        LivenessState::from_bits(self.0 & STATE_MASK)
+    }
+    /// The transition sequence.
+    pub fn seq(self) -> Seq {
+        Seq(((self.0 >> SEQ_SHIFT) & SEQ_MASK) as u32)
+    }
+    /// The deadline (see the module table for its meaning per state).
+    pub fn deadline_ms(self) -> u64 {
+        self.0 >> DEADLINE_SHIFT
+    }
+    /// A fresh Active word for a new incarnation whose first signal is at `now_ms`.
+    pub fn first(now_ms: u64, active_ttl_ms: u64) -> Word {
+        Word::pack(LivenessState::Active, Seq::default(), now_ms.saturating_add(active_ttl_ms))
+    }
+    /// `true` iff the raw word is Active: the whole serving check (one load + this compare).
+    #[inline]
+    pub fn raw_is_active(raw: u64) -> bool {
+        raw & STATE_MASK == STATE_ACTIVE
+    }
+    /// `true` iff the raw word is Active or Suspected (resources are kept).
+    #[inline]
+    pub fn raw_is_retained(raw: u64) -> bool {
+        raw & STATE_MASK != STATE_OFFLINE
+    }
+}
+
+impl fmt::Debug for Word {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Word")
+            .field("state", &self.state())
+            .field("seq", &self.seq().0)
+            .field("deadline_ms", &self.deadline_ms())
+            .finish()
+    }
+}
+
+/// The two TTLs a decision needs, in liveness-clock milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ttls {
+    /// Active → Suspected after this long without a signal.
+    pub active_ms: u64,
+    /// Suspected → Offline after this long since the committed suspicion.
+    pub suspicion_ms: u64,
+}
+
+/// What happened to a record, as seen by the decision function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A liveness signal: Ping, or a mount / ReMount / LocalDisk mount that succeeded.
+    Signal,
+    /// The monitor evaluates the record at a tick.
+    Expire,
+    /// As [`Event::Expire`], but Suspected → Offline commits are paused (mass-suspicion brake).
+    ExpireHoldingOffline,
+    /// The brake released: a Suspected record gets a fresh suspicion window from now.
+    RenewSuspicion,
+}
+
+/// Why a word changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Active, deadline pushed out by a signal.
+    Refreshed,
+    /// Suspected → Active by a signal.
+    Recovered,
+    /// Active → Suspected: the active deadline passed.
+    Suspected,
+    /// Suspected → Offline: the suspicion deadline passed.
+    WentOffline,
+    /// Suspected, new suspicion window after a brake released.
+    SuspicionRenewed,
+}
+
+/// The outcome of [`decide`]; the CAS loop applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Replace the current word with `next` (by CAS); `change` says why.
+    Commit {
+        /// The word to install.
+        next: Word,
+        /// The reason.
+        change: Change,
+    },
+    /// Nothing is due before `deadline_ms`; the monitor re-arms its entry there.
+    Wait {
+        /// The liveness-clock deadline the word implies.
+        deadline_ms: u64,
+    },
+    /// Suspected → Offline is due but the brake holds it; the monitor parks the entry.
+    Held,
+    /// A signal on an Offline incarnation: refused, nothing changes.
+    RefuseOffline,
+    /// The monitor's entry for an Offline incarnation: drop it.
+    Retire,
+}
+
+/// The whole liveness state machine: `(word, event, now, ttls) → decision`. Pure.
+///
+/// Boundaries are inclusive: a deadline is due when `now_ms >= deadline_ms`.
+pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
+    use LivenessState::*;
+    let due = now_ms >= cur.deadline_ms();
+    match (cur.state(), ev) {
+        (Active, Event::Signal) => {
+            let deadline = cur.deadline_ms().max(now_ms.saturating_add(ttls.active_ms));
+            commit(Word::pack(Active, cur.seq(), deadline), Change::Refreshed)
+        }
+        (Suspected, Event::Signal) => commit(
+            Word::pack(Active, cur.seq().next(), now_ms.saturating_add(ttls.active_ms)),
+            Change::Recovered,
+        ),
+        (Offline, Event::Signal) => Decision::RefuseOffline,
+        (Offline, _) => Decision::Retire,
+        (Active, _) if due => commit(
+            Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
+            Change::Suspected,
+        ),
+        (Suspected, Event::RenewSuspicion) => commit(
+            Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
+            Change::SuspicionRenewed,
+        ),
+        (Suspected, Event::Expire) if due => commit(
+            Word::pack(Offline, cur.seq().next(), now_ms),
+            Change::WentOffline,
+        ),
+        (Suspected, Event::ExpireHoldingOffline) if due => Decision::Held,
+        (Active | Suspected, _) => Decision::Wait {
+            deadline_ms: cur.deadline_ms(),
+        },
+    }
+}
+
+fn commit(next: Word, change: Change) -> Decision {
+    Decision::Commit { next, change }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use LivenessState::*;
+
+    const TTLS: Ttls = Ttls {
+        active_ms: 10_000,
+        suspicion_ms: 20_000,
+    };
+
+    fn w(state: LivenessState, seq: u32, deadline: u64) -> Word {
+        Word::pack(state, Seq::new(seq), deadline)
+    }
+
+    fn c(next: Word, change: Change) -> Decision {
+        Decision::Commit { next, change }
+    }
+
+    #[test]
+    fn layout_constants() {
+        assert_eq!(STATE_BITS + SEQ_BITS + DEADLINE_BITS, 64);
+        assert_eq!(MAX_DEADLINE_MS, (1u64 << 40) - 1);
+        assert_eq!(w(Offline, 0, 0).raw(), 2);
+        assert_eq!(w(Active, 1, 0).raw(), 1 << 2);
+        assert_eq!(w(Active, 0, 1).raw(), 1 << 24);
+    }
+
+    #[test]
+    fn deadline_saturates_and_seq_wraps() {
+        assert_eq!(w(Active, 0, u64::MAX).deadline_ms(), MAX_DEADLINE_MS);
+        assert_eq!(Seq::new((1 << SEQ_BITS) - 1).next(), Seq::new(0));
+        assert_eq!(Seq::new(1 << SEQ_BITS), Seq::new(0));
+    }
+
+    #[test]
+    fn raw_predicates() {
+        for (s, active, retained) in [(Active, true, true), (Suspected, false, true), (Offline, false, false)] {
+            let raw = w(s, 7, 99).raw();
+            assert_eq!(Word::raw_is_active(raw), active, "{s:?}");
+            assert_eq!(Word::raw_is_retained(raw), retained, "{s:?}");
+        }
+    }
+
+    /// Every (state, event) pair, before and at/after the deadline.
+    #[test]
+    fn decision_table() {
+        let d = 50_000; // the word's deadline
+        #[rustfmt::skip]
+        let table: Vec<(Word, Event, u64, Decision)> = vec![
+            // Active
+            (w(Active, 3, d), Event::Signal, 45_000, c(w(Active, 3, 55_000), Change::Refreshed)),
+            (w(Active, 3, d), Event::Signal, 30_000, c(w(Active, 3, d), Change::Refreshed)),
+            (w(Active, 3, d), Event::Expire, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Active, 3, d), Event::Expire, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
+            (w(Active, 3, d), Event::Expire, d + 7, c(w(Suspected, 4, d + 7 + 20_000), Change::Suspected)),
+            (w(Active, 3, d), Event::ExpireHoldingOffline, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
+            (w(Active, 3, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Active, 3, d), Event::RenewSuspicion, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Active, 3, d), Event::RenewSuspicion, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
+            // Suspected
+            (w(Suspected, 4, d), Event::Signal, d - 1, c(w(Active, 5, d - 1 + 10_000), Change::Recovered)),
+            (w(Suspected, 4, d), Event::Signal, d + 5, c(w(Active, 5, d + 5 + 10_000), Change::Recovered)),
+            (w(Suspected, 4, d), Event::Expire, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Suspected, 4, d), Event::Expire, d, c(w(Offline, 5, d), Change::WentOffline)),
+            (w(Suspected, 4, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Suspected, 4, d), Event::ExpireHoldingOffline, d, Decision::Held),
+            (w(Suspected, 4, d), Event::RenewSuspicion, d, c(w(Suspected, 5, d + 20_000), Change::SuspicionRenewed)),
+            (w(Suspected, 4, d), Event::RenewSuspicion, d - 9, c(w(Suspected, 5, d - 9 + 20_000), Change::SuspicionRenewed)),
+            // Offline
+            (w(Offline, 5, d), Event::Signal, d, Decision::RefuseOffline),
+            (w(Offline, 5, d), Event::Expire, d, Decision::Retire),
+            (w(Offline, 5, d), Event::ExpireHoldingOffline, d, Decision::Retire),
+            (w(Offline, 5, d), Event::RenewSuspicion, d, Decision::Retire),
+        ];
+        for (cur, ev, now, want) in table {
+            assert_eq!(decide(cur, ev, now, TTLS), want, "{cur:?} {ev:?} at {now}");
+        }
+    }
+
+    fn state() -> impl Strategy<Value = LivenessState> {
+        prop_oneof![Just(Active), Just(Suspected), Just(Offline)]
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            Just(Event::Signal),
+            Just(Event::Expire),
+            Just(Event::ExpireHoldingOffline),
+            Just(Event::RenewSuspicion)
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn pack_unpack_round_trip(s in state(), seq in 0u32..(1 << SEQ_BITS), d in 0..=MAX_DEADLINE_MS) {
+            let word = Word::pack(s, Seq::new(seq), d);
+            prop_assert_eq!(word.state(), s);
+            prop_assert_eq!(word.seq(), Seq::new(seq));
+            prop_assert_eq!(word.deadline_ms(), d);
+            prop_assert_eq!(Word::from_raw(word.raw()), word);
+        }
+
+        /// Invariants 1-3 on one record under random events and monotone time: only the allowed
+        /// transitions, Offline is terminal, no suspicion before the active TTL since the last
+        /// signal, no Offline before the suspicion TTL since the committed suspicion.
+        #[test]
+        fn random_events_keep_invariants_1_to_3(
+            steps in proptest::collection::vec((event(), 0u64..15_000), 1..200),
+            active in 1u64..20_000, suspicion in 1u64..20_000,
+        ) {
+            let ttls = Ttls { active_ms: active, suspicion_ms: suspicion };
+            let mut now = 1_000u64;
+            let mut word = Word::first(now, active);
+            let mut last_signal = now;
+            let mut suspected_at = None;
+            for (ev, dt) in steps {
+                now += dt;
+                let before = word.state();
+                if let Decision::Commit { next, change } = decide(word, ev, now, ttls) {
+                    let after = next.state();
+                    let allowed = matches!((before, after),
+                        (Active, Active) | (Active, Suspected) | (Suspected, Active)
+                        | (Suspected, Suspected) | (Suspected, Offline));
+                    prop_assert!(allowed, "{:?} -> {:?} by {:?}", before, after, ev);
+                    match change {
+                        Change::Suspected => {
+                            prop_assert!(now - last_signal >= active, "suspected {} ms after signal", now - last_signal);
+                            suspected_at = Some(now);
+                        }
+                        Change::SuspicionRenewed => suspected_at = Some(now),
+                        Change::WentOffline => {
+                            let since = suspected_at.expect("offline without suspicion");
+                            prop_assert!(now - since >= suspicion, "offline {} ms after suspicion", now - since);
+                        }
+                        Change::Refreshed | Change::Recovered => last_signal = now,
+                    }
+                    if before != after || change == Change::SuspicionRenewed {
+                        prop_assert_ne!(next.seq(), word.seq());
+                    }
+                    word = next;
+                } else if before == Offline {
+                    prop_assert!(matches!(decide(word, ev, now, ttls), Decision::RefuseOffline | Decision::Retire));
+                }
+            }
+        }
+    }
+}
