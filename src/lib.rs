@@ -40,9 +40,8 @@ pub use liveness::{
 pub use monitor::{LivenessEvent, Monitor, TickReport};
 pub use offboarding::{complete_client_offboarding, ClientOffboardingJob};
 
-/// Internals for the loom models and fuzz targets only: not part of the public interface and
-/// outside any stability promise.
+/// Internals for the loom models, fuzz targets and benches only: not part of the public
+/// interface and outside any stability promise.
 #[doc(hidden)]
-pub mod __private {
-    pub use crate::liveness::word::{decide, Decision, Event};
-}
+#[path = "private.rs"]
+pub mod __private;
