@@ -29,13 +29,18 @@ pub mod docs;
 pub mod liveness;
 pub mod monitor;
 pub mod offboarding;
+pub mod sim;
 pub(crate) mod sync;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use clock::{Clock, LivenessClock, ManualClock, SystemClock, Tick};
 pub use config::{ConfigError, ConfigHandle, LivenessConfig};
 pub use liveness::{
-    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, PingOutcome, PingStatus,
-    Transition,
+    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome,
+    PingOutcome, PingStatus, Transition,
 };
 pub use monitor::{LivenessEvent, Monitor, TickReport};
 pub use offboarding::{complete_client_offboarding, ClientOffboardingJob};

@@ -14,6 +14,7 @@
 //!   publication under a writer lock) are the same on both sides.
 
 #[cfg(not(loom))]
+#[allow(unused_imports)]
 mod imp {
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -35,6 +36,10 @@ mod imp {
         pub(crate) fn load(&self) -> ArcGuard<T> {
             self.0.load()
         }
+        /// A full `Arc` of the current value (one refcount increment).
+        pub(crate) fn load_full(&self) -> Arc<T> {
+            self.0.load_full()
+        }
         /// Publishes `value`; readers see the old or the new `Arc`, never a mix.
         pub(crate) fn store(&self, value: Arc<T>) {
             self.0.store(value)
@@ -43,6 +48,7 @@ mod imp {
 }
 
 #[cfg(loom)]
+#[allow(unused_imports)]
 mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
@@ -64,6 +70,9 @@ mod imp {
         pub(crate) fn load(&self) -> ArcGuard<T> {
             self.0.lock().unwrap().clone()
         }
+        pub(crate) fn load_full(&self) -> std::sync::Arc<T> {
+            self.0.lock().unwrap().clone()
+        }
         pub(crate) fn store(&self, value: std::sync::Arc<T>) {
             *self.0.lock().unwrap() = value;
         }
@@ -76,8 +85,10 @@ pub(crate) use imp::*;
 /// loom stand-in stores one too), so values can move between the two without conversion.
 pub(crate) type CellArc<T> = std::sync::Arc<T>;
 
-pub use crossbeam_utils::CachePadded;
+#[allow(unused_imports)]
+pub(crate) use crossbeam_utils::CachePadded;
 
+#[allow(dead_code)]
 /// Reads an atomic the caller owns exclusively (`&mut`), without synchronization.
 pub(crate) fn unsync_load(a: &mut AtomicU64) -> u64 {
     #[cfg(not(loom))]

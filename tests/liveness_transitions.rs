@@ -15,7 +15,10 @@ fn silent_client_goes_suspected_then_offline_on_the_tick_grid() {
     h.run_to(60_000);
     assert_eq!(
         h.transitions(),
-        vec![(10_000, 1, "Active", "Suspected"), (30_000, 1, "Suspected", "Offline")]
+        vec![
+            (10_000, 1, "Active", "Suspected"),
+            (30_000, 1, "Suspected", "Offline")
+        ]
     );
     assert_eq!(h.jobs.len(), 1, "exactly one job per incarnation");
 }
@@ -26,11 +29,18 @@ fn boundaries_are_inclusive_and_never_early() {
     h.run_to(5_050);
     h.mount(1); // signal at 5_050: deadline 15_050, first tick >= it is 15_100
     h.run_to(15_099);
-    assert!(h.transitions().is_empty(), "suspected before the active TTL passed");
+    assert!(
+        h.transitions().is_empty(),
+        "suspected before the active TTL passed"
+    );
     h.run_to(15_100);
     assert_eq!(h.transitions(), vec![(15_100, 1, "Active", "Suspected")]);
     h.run_to(35_099);
-    assert_eq!(h.transitions().len(), 1, "offline before the suspicion TTL passed");
+    assert_eq!(
+        h.transitions().len(),
+        1,
+        "offline before the suspicion TTL passed"
+    );
     h.run_to(35_100);
     assert_eq!(h.transitions()[1], (35_100, 1, "Suspected", "Offline"));
 }
@@ -55,7 +65,11 @@ fn suspicion_counts_from_the_commit_not_from_the_deadline() {
     assert!(h.stalls().is_empty());
     assert_eq!(h.transitions(), vec![(14_900, 1, "Active", "Suspected")]);
     h.run_to(34_899);
-    assert_eq!(h.transitions().len(), 1, "window shortened by the late monitor");
+    assert_eq!(
+        h.transitions().len(),
+        1,
+        "window shortened by the late monitor"
+    );
     h.run_to(34_900);
     assert_eq!(h.transitions()[1], (34_900, 1, "Suspected", "Offline"));
 }
@@ -65,11 +79,21 @@ fn ping_recovers_then_resuspicion_gets_a_full_window() {
     let mut h = Harness::new(config(A, S));
     h.mount(1);
     h.run_to(12_000);
-    assert_eq!(h.live.registry().get(ClientId(1)).unwrap().state(), LivenessState::Suspected);
+    assert_eq!(
+        h.live.registry().get(ClientId(1)).unwrap().state(),
+        LivenessState::Suspected
+    );
     let out = h.live.ping(ClientId(1), None);
     let rec = out.recovered.expect("ping recovers a Suspected client");
-    assert_eq!((rec.from, rec.to, rec.at_ms), (LivenessState::Suspected, LivenessState::Active, 12_000));
-    assert_eq!(out.status, PingStatus::NeedRemount, "recovered but never remounted: not ready");
+    assert_eq!(
+        (rec.from, rec.to, rec.at_ms),
+        (LivenessState::Suspected, LivenessState::Active, 12_000)
+    );
+    assert_eq!(
+        out.status,
+        PingStatus::NeedRemount,
+        "recovered but never remounted: not ready"
+    );
     h.run_to(80_000);
     assert_eq!(
         h.transitions(),
@@ -96,11 +120,19 @@ fn pinging_client_stays_active() {
 fn ready_active_client_gets_ok_and_readiness_survives_suspicion() {
     let mut h = Harness::new(config(A, S));
     h.mount(1);
-    assert_eq!(h.ping(1), PingStatus::NeedRemount, "new incarnation starts not ready");
+    assert_eq!(
+        h.ping(1),
+        PingStatus::NeedRemount,
+        "new incarnation starts not ready"
+    );
     assert!(h.live.set_ready(ClientId(1), true));
     assert_eq!(h.ping(1), PingStatus::Ok);
     h.run_to(11_000);
-    assert_eq!(h.ping(1), PingStatus::Ok, "Suspected + ready: recovered, then OK");
+    assert_eq!(
+        h.ping(1),
+        PingStatus::Ok,
+        "Suspected + ready: recovered, then OK"
+    );
 }
 
 #[test]
@@ -125,9 +157,16 @@ fn failed_mount_neither_refreshes_nor_recovers() {
     h.run_to(9_000);
     assert!(matches!(h.try_mount(1, false), MountOutcome::Failed(_)));
     h.run_to(10_000);
-    assert_eq!(h.transitions(), vec![(10_000, 1, "Active", "Suspected")], "failed mount refreshed");
+    assert_eq!(
+        h.transitions(),
+        vec![(10_000, 1, "Active", "Suspected")],
+        "failed mount refreshed"
+    );
     assert!(matches!(h.try_mount(1, false), MountOutcome::Failed(_)));
-    assert_eq!(h.live.registry().get(ClientId(1)).unwrap().state(), LivenessState::Suspected);
+    assert_eq!(
+        h.live.registry().get(ClientId(1)).unwrap().state(),
+        LivenessState::Suspected
+    );
     h.run_to(30_000);
     assert_eq!(h.transitions()[1], (30_000, 1, "Suspected", "Offline"));
 }
@@ -138,7 +177,9 @@ fn successful_mount_recovers_a_suspected_client() {
     h.mount(1);
     h.run_to(15_000);
     match h.try_mount(1, true) {
-        MountOutcome::Mounted { recovered, created, .. } => {
+        MountOutcome::Mounted {
+            recovered, created, ..
+        } => {
             assert!(!created);
             assert_eq!(recovered.unwrap().to, LivenessState::Active);
         }
@@ -158,7 +199,10 @@ fn offline_is_a_barrier_until_the_job_completes_then_next_incarnation() {
     assert_eq!(h.ping(1), PingStatus::NeedRemount, "Offline client");
     let rec = h.live.registry().get(ClientId(1)).unwrap();
     assert_eq!(rec.state(), LivenessState::Offline);
-    assert!(matches!(h.try_mount(1, true), MountOutcome::Offboarding(Incarnation(1))));
+    assert!(matches!(
+        h.try_mount(1, true),
+        MountOutcome::Offboarding(Incarnation(1))
+    ));
     assert_eq!(h.ping(1), PingStatus::NeedRemount);
     assert_eq!(h.complete_jobs(), 1);
     assert!(h.live.registry().get(ClientId(1)).is_none());
@@ -174,10 +218,17 @@ fn stale_incarnation_token_gets_need_remount() {
     let mut h = Harness::new(config(A, S));
     h.mount(1);
     h.live.set_ready(ClientId(1), true);
-    assert_eq!(h.live.ping(ClientId(1), Some(Incarnation(1))).status, PingStatus::Ok);
-    assert_eq!(h.live.ping(ClientId(1), Some(Incarnation(9))).status, PingStatus::NeedRemount);
+    assert_eq!(
+        h.live.ping(ClientId(1), Some(Incarnation(1))).status,
+        PingStatus::Ok
+    );
+    assert_eq!(
+        h.live.ping(ClientId(1), Some(Incarnation(9))).status,
+        PingStatus::NeedRemount
+    );
     assert!(matches!(
-        h.live.mount(ClientId(1), Some(Incarnation(9)), |_| Ok::<(), ()>(())),
+        h.live
+            .mount(ClientId(1), Some(Incarnation(9)), |_| Ok::<(), ()>(())),
         MountOutcome::StaleToken
     ));
     // A stale token does not refresh: the client is suspected on its original deadline.
@@ -195,7 +246,10 @@ fn master_stall_is_credited_not_charged() {
     h.run_to(5_000);
     h.stall_to(17_000); // the master did not run for 12 s
     assert_eq!(h.stalls(), vec![(17_000, 12_000)]);
-    assert!(h.transitions().is_empty(), "a client was charged for the master's stall");
+    assert!(
+        h.transitions().is_empty(),
+        "a client was charged for the master's stall"
+    );
     h.run_to(26_900);
     assert!(h.transitions().is_empty());
     h.run_to(27_000);
@@ -209,7 +263,11 @@ fn stall_extends_suspicion_windows_too() {
     h.run_to(10_000); // Suspected at 10_000, Offline due at 30_000
     h.stall_to(25_000); // 15 s stall
     h.run_to(44_900);
-    assert_eq!(h.transitions().len(), 1, "offline during/after a stall it was not charged for");
+    assert_eq!(
+        h.transitions().len(),
+        1,
+        "offline during/after a stall it was not charged for"
+    );
     h.run_to(45_000);
     assert_eq!(h.transitions()[1], (45_000, 1, "Suspected", "Offline"));
 }
@@ -238,8 +296,15 @@ fn many_clients_are_detected_within_one_tick() {
     assert_eq!(t.len(), 20_000);
     for (at, id, from, _) in t {
         let signal = id as u64;
-        let due = if from == "Active" { signal + A } else { (signal + A).div_ceil(100) * 100 + S };
-        assert!(at >= due && at < due + 100, "client {id} {from} committed at {at}, due {due}");
+        let due = if from == "Active" {
+            signal + A
+        } else {
+            (signal + A).div_ceil(100) * 100 + S
+        };
+        assert!(
+            at >= due && at < due + 100,
+            "client {id} {from} committed at {at}, due {due}"
+        );
     }
 }
 

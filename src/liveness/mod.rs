@@ -32,7 +32,9 @@ use registry::PublishError;
 use std::fmt;
 
 /// A client id (Mooncake's UUID pair as one `u128`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ClientId(pub u128);
 
 impl fmt::Display for ClientId {
@@ -42,7 +44,9 @@ impl fmt::Display for ClientId {
 }
 
 /// A client incarnation number: 1 for a client id's first record, +1 for each later one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Incarnation(pub u64);
 
 impl Incarnation {
@@ -161,7 +165,11 @@ impl Liveness {
     }
 
     /// As [`Liveness::new`] with a registry of a chosen shard count.
-    pub fn with_registry(clock: CellArc<dyn Clock>, config: LivenessConfig, registry: Registry) -> Self {
+    pub fn with_registry(
+        clock: CellArc<dyn Clock>,
+        config: LivenessConfig,
+        registry: Registry,
+    ) -> Self {
         Self {
             clock: LivenessClock::new(clock),
             config: ConfigHandle::new(config),
@@ -213,14 +221,23 @@ impl Liveness {
             match rec.signal(now, ttls) {
                 Applied::Offline => need_remount,
                 applied => PingOutcome {
-                    status: if rec.is_ready() { PingStatus::Ok } else { PingStatus::NeedRemount },
+                    status: if rec.is_ready() {
+                        PingStatus::Ok
+                    } else {
+                        PingStatus::NeedRemount
+                    },
                     recovered: self.recovery(rec, &applied, Cause::RecoveredByPing),
                 },
             }
         })
     }
 
-    fn recovery(&self, rec: &ClientLivenessRecord, applied: &Applied, cause: Cause) -> Option<Transition> {
+    fn recovery(
+        &self,
+        rec: &ClientLivenessRecord,
+        applied: &Applied,
+        cause: Cause,
+    ) -> Option<Transition> {
         match applied {
             Applied::Committed {
                 change: Change::Recovered,
@@ -306,7 +323,12 @@ impl Liveness {
         }
         let incarnation = last.map_or(Incarnation::FIRST, Incarnation::next);
         let now = self.clock.now_ms();
-        let rec = Arc::new(ClientLivenessRecord::new(client, incarnation, now, self.ttls().active_ms));
+        let rec = Arc::new(ClientLivenessRecord::new(
+            client,
+            incarnation,
+            now,
+            self.ttls().active_ms,
+        ));
         let value = match op(&rec) {
             Ok(v) => v,
             Err(e) => return MountOutcome::Failed(e),
@@ -315,7 +337,10 @@ impl Liveness {
         rec.signal(self.clock.now_ms(), self.ttls());
         match self.registry.publish(rec.clone(), last) {
             Ok(()) => {
-                self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
+                self.inbox
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(rec.clone());
                 MountOutcome::Mounted {
                     value,
                     record: rec,

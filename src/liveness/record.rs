@@ -85,7 +85,12 @@ pub(crate) struct OfflineCommitted(());
 
 impl ClientLivenessRecord {
     /// A new Active, not-ready incarnation whose first signal is at `now_ms` (liveness clock).
-    pub(crate) fn new(client: ClientId, incarnation: Incarnation, now_ms: u64, active_ttl_ms: u64) -> Self {
+    pub(crate) fn new(
+        client: ClientId,
+        incarnation: Incarnation,
+        now_ms: u64,
+        active_ttl_ms: u64,
+    ) -> Self {
         Self::with_word(client, incarnation, Word::first(now_ms, active_ttl_ms))
     }
 
@@ -155,7 +160,12 @@ impl ClientLivenessRecord {
             };
             // AcqRel: publish what this thread did before the transition; acquire the
             // transition we may have raced (see the ground rules).
-            match self.word.compare_exchange_weak(cur, next.0.raw(), Ordering::AcqRel, Ordering::Acquire) {
+            match self.word.compare_exchange_weak(
+                cur,
+                next.0.raw(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     return Applied::Committed {
                         from: word,
@@ -184,11 +194,6 @@ impl ClientLivenessRecord {
             Event::Expire
         };
         self.evaluation_of(self.apply(ev, now_ms, ttls))
-    }
-
-    /// Gives a Suspected record a fresh suspicion window (the brake released).
-    pub(crate) fn renew_suspicion(&self, now_ms: u64, ttls: Ttls) -> Evaluation {
-        self.evaluation_of(self.apply(Event::RenewSuspicion, now_ms, ttls))
     }
 
     fn evaluation_of(&self, applied: Applied) -> Evaluation {
@@ -241,21 +246,37 @@ mod tests {
     fn new_record_is_active_not_ready() {
         let r = rec();
         assert!(r.is_serving() && r.should_retain() && !r.is_ready());
-        assert_eq!(r.word(), Word::pack(LivenessState::Active, Seq::default(), 10_000));
+        assert_eq!(
+            r.word(),
+            Word::pack(LivenessState::Active, Seq::default(), 10_000)
+        );
     }
 
     #[test]
     fn full_lifecycle_and_terminal_offline() {
         let r = rec();
-        assert!(matches!(r.evaluate(9_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 10_000));
-        assert!(matches!(r.evaluate(10_000, TTLS, false), Evaluation::Suspected(..)));
+        assert!(
+            matches!(r.evaluate(9_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 10_000)
+        );
+        assert!(matches!(
+            r.evaluate(10_000, TTLS, false),
+            Evaluation::Suspected(..)
+        ));
         assert!(!r.is_serving() && r.should_retain());
-        assert!(matches!(r.evaluate(29_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 30_000));
+        assert!(
+            matches!(r.evaluate(29_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 30_000)
+        );
         assert!(matches!(r.evaluate(30_000, TTLS, true), Evaluation::Held));
-        assert!(matches!(r.evaluate(30_000, TTLS, false), Evaluation::Offline(..)));
+        assert!(matches!(
+            r.evaluate(30_000, TTLS, false),
+            Evaluation::Offline(..)
+        ));
         assert!(!r.should_retain());
         assert_eq!(r.signal(30_001, TTLS), Applied::Offline);
-        assert!(matches!(r.evaluate(40_000, TTLS, false), Evaluation::Retired));
+        assert!(matches!(
+            r.evaluate(40_000, TTLS, false),
+            Evaluation::Retired
+        ));
     }
 
     #[test]
@@ -263,7 +284,13 @@ mod tests {
         let r = rec();
         r.evaluate(10_000, TTLS, false);
         let applied = r.signal(12_000, TTLS);
-        assert!(matches!(applied, Applied::Committed { change: Change::Recovered, .. }));
+        assert!(matches!(
+            applied,
+            Applied::Committed {
+                change: Change::Recovered,
+                ..
+            }
+        ));
         assert!(r.is_serving());
         assert_eq!(r.word().deadline_ms(), 22_000);
     }

@@ -75,7 +75,10 @@ impl Registry {
                 writer: Mutex::new(()),
             })
             .collect();
-        Self { shards, mask: n - 1 }
+        Self {
+            shards,
+            mask: n - 1,
+        }
     }
 
     fn shard(&self, id: ClientId) -> &Shard {
@@ -107,7 +110,11 @@ impl Registry {
 
     /// Publishes `record` as the current incarnation of its client, iff the slot still holds
     /// what the caller saw: nothing (`seen == None`) or `Vacant(seen)`.
-    pub(crate) fn publish(&self, record: Arc<ClientLivenessRecord>, seen: Option<Incarnation>) -> Result<(), PublishError> {
+    pub(crate) fn publish(
+        &self,
+        record: Arc<ClientLivenessRecord>,
+        seen: Option<Incarnation>,
+    ) -> Result<(), PublishError> {
         let id = record.client();
         self.update(id, |map| {
             let current = match map.get(&id) {
@@ -138,10 +145,14 @@ impl Registry {
     }
 
     /// Copy-on-write update of `id`'s shard under its writer lock; publishes only on `Ok`.
-    fn update<E>(&self, id: ClientId, f: impl FnOnce(&mut ShardMap) -> Result<(), E>) -> Result<(), E> {
+    fn update<E>(
+        &self,
+        id: ClientId,
+        f: impl FnOnce(&mut ShardMap) -> Result<(), E>,
+    ) -> Result<(), E> {
         let shard = self.shard(id);
         let _writer = shard.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let mut copy: ShardMap = (**shard.map.load()).clone();
+        let mut copy: ShardMap = ShardMap::clone(&shard.map.load_full());
         f(&mut copy)?;
         shard.map.store(CellArc::new(copy));
         Ok(())
@@ -175,7 +186,9 @@ impl Default for Registry {
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registry").field("shards", &self.shards.len()).finish()
+        f.debug_struct("Registry")
+            .field("shards", &self.shards.len())
+            .finish()
     }
 }
 
@@ -184,7 +197,12 @@ mod tests {
     use super::*;
 
     fn rec(id: u128, inc: u64) -> Arc<ClientLivenessRecord> {
-        Arc::new(ClientLivenessRecord::new(ClientId(id), Incarnation(inc), 0, 1_000))
+        Arc::new(ClientLivenessRecord::new(
+            ClientId(id),
+            Incarnation(inc),
+            0,
+            1_000,
+        ))
     }
 
     #[test]
@@ -200,8 +218,15 @@ mod tests {
         assert!(!reg.compare_and_erase(&rec(5, 1)));
         assert!(reg.compare_and_erase(&r1));
         assert!(!reg.compare_and_erase(&r1), "erase is not repeatable");
-        assert!(matches!(reg.slot(ClientId(5)), Some(Slot::Vacant(Incarnation(1)))));
-        assert_eq!(reg.publish(rec(5, 2), None), Err(PublishError::Raced), "must see Vacant(1)");
+        assert!(matches!(
+            reg.slot(ClientId(5)),
+            Some(Slot::Vacant(Incarnation(1)))
+        ));
+        assert_eq!(
+            reg.publish(rec(5, 2), None),
+            Err(PublishError::Raced),
+            "must see Vacant(1)"
+        );
         reg.publish(rec(5, 2), Some(Incarnation(1))).unwrap();
         assert_eq!(reg.get(ClientId(5)).unwrap().incarnation(), Incarnation(2));
     }

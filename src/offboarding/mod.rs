@@ -8,8 +8,9 @@
 //!
 //! ```compile_fail
 //! // A job cannot be cloned: there is exactly one per incarnation.
-//! fn dup(job: &mooncake_liveness::offboarding::ClientOffboardingJob) {
-//!     let _twin = job.clone();
+//! fn dup(job: mooncake_liveness::offboarding::ClientOffboardingJob) {
+//!     let twin: mooncake_liveness::offboarding::ClientOffboardingJob = job.clone();
+//!     drop((job, twin));
 //! }
 //! ```
 //!
@@ -34,7 +35,11 @@ pub struct ClientOffboardingJob {
 
 impl ClientOffboardingJob {
     /// Mints the job for `record` from the proof that the caller committed it Offline.
-    pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
+    pub(crate) fn from_commit(
+        record: Arc<ClientLivenessRecord>,
+        _proof: OfflineCommitted,
+        at_ms: u64,
+    ) -> Self {
         Self {
             record,
             committed_at_ms: at_ms,

@@ -3,8 +3,8 @@
 
 use mooncake_liveness::liveness::LostReason;
 use mooncake_liveness::{
-    ClientId, ClientLivenessRecord, Clock, Incarnation, Liveness, LivenessConfig, LivenessEvent, ManualClock, Monitor,
-    MountOutcome, PingStatus, TickReport,
+    ClientId, ClientLivenessRecord, Clock, Incarnation, Liveness, LivenessConfig, LivenessEvent,
+    ManualClock, Monitor, MountOutcome, PingStatus, TickReport,
 };
 use std::sync::Arc;
 
@@ -77,8 +77,13 @@ impl Harness {
     }
 
     pub fn try_mount(&self, id: u128, ok: bool) -> MountOutcome<(), &'static str> {
-        self.live
-            .mount(ClientId(id), None, |_| if ok { Ok(()) } else { Err("mount failed") })
+        self.live.mount(ClientId(id), None, |_| {
+            if ok {
+                Ok(())
+            } else {
+                Err("mount failed")
+            }
+        })
     }
 
     pub fn ping(&self, id: u128) -> PingStatus {
@@ -90,7 +95,9 @@ impl Harness {
         self.events
             .iter()
             .filter_map(|e| match e {
-                LivenessEvent::Transition(t) => Some((t.at_ms, t.client.0, t.from.as_str(), t.to.as_str())),
+                LivenessEvent::Transition(t) => {
+                    Some((t.at_ms, t.client.0, t.from.as_str(), t.to.as_str()))
+                }
                 _ => None,
             })
             .collect()
@@ -110,13 +117,18 @@ impl Harness {
         let jobs = std::mem::take(&mut self.jobs);
         let n = jobs.len();
         for job in jobs {
-            assert!(mooncake_liveness::complete_client_offboarding(self.live.registry(), job));
+            assert!(mooncake_liveness::complete_client_offboarding(
+                self.live.registry(),
+                job
+            ));
         }
         n
     }
 }
 
-pub fn lost_reason<T: std::fmt::Debug, E: std::fmt::Debug>(o: &MountOutcome<T, E>) -> Option<LostReason> {
+pub fn lost_reason<T: std::fmt::Debug, E: std::fmt::Debug>(
+    o: &MountOutcome<T, E>,
+) -> Option<LostReason> {
     match o {
         MountOutcome::Lost(_, r) => Some(*r),
         _ => None,

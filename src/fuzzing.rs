@@ -1,0 +1,100 @@
+//! Fuzz bodies (feature `fuzzing`): each `fuzz/fuzz_targets/<name>.rs` is one line calling the
+//! function of the same name here, and `tests/fuzz_smoke.rs` replays the committed seeds and
+//! random bytes through every one of them, so `cargo test --features fuzzing` exercises them all.
+#![forbid(unsafe_code)]
+
+use crate::liveness::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
+use arbitrary::{Arbitrary, Unstructured};
+
+/// One step of the `word_transitions` target.
+#[derive(Debug, Arbitrary)]
+enum Step {
+    Signal { dt_ms: u16 },
+    Expire { dt_ms: u16 },
+    ExpireHolding { dt_ms: u16 },
+    Renew { dt_ms: u16 },
+}
+
+/// Random event sequences on one word against the invariants 1–3 (a small sequential model:
+/// last signal time and committed-suspicion time).
+pub fn word_transitions(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let (Ok(active), Ok(suspicion)) =
+        (u.int_in_range(1u64..=30_000), u.int_in_range(1u64..=30_000))
+    else {
+        return;
+    };
+    let ttls = Ttls {
+        active_ms: active,
+        suspicion_ms: suspicion,
+    };
+    let mut now = 0u64;
+    let mut word = Word::first(now, active);
+    let (mut last_signal, mut suspected_at) = (now, None::<u64>);
+    // `arbitrary` keeps producing defaults from exhausted input: stop when the bytes run out.
+    while !u.is_empty() {
+        let Ok(step) = Step::arbitrary(&mut u) else {
+            return;
+        };
+        let (ev, dt) = match step {
+            Step::Signal { dt_ms } => (Event::Signal, dt_ms),
+            Step::Expire { dt_ms } => (Event::Expire, dt_ms),
+            Step::ExpireHolding { dt_ms } => (Event::ExpireHoldingOffline, dt_ms),
+            Step::Renew { dt_ms } => (Event::RenewSuspicion, dt_ms),
+        };
+        now += u64::from(dt);
+        let before = word.state();
+        match decide(word, ev, now, ttls) {
+            Decision::Commit { next, change } => {
+                check_commit(before, next, change, now, ttls, last_signal, suspected_at);
+                match change {
+                    Change::Refreshed | Change::Recovered => last_signal = now,
+                    Change::Suspected | Change::SuspicionRenewed => suspected_at = Some(now),
+                    Change::WentOffline => {}
+                }
+                word = next;
+            }
+            Decision::Wait { deadline_ms } => {
+                assert!(now < deadline_ms, "waiting past a due deadline")
+            }
+            Decision::Held => assert_eq!(before, LivenessState::Suspected),
+            Decision::RefuseOffline | Decision::Retire => {
+                assert_eq!(before, LivenessState::Offline)
+            }
+        }
+    }
+}
+
+fn check_commit(
+    before: LivenessState,
+    next: Word,
+    change: Change,
+    now: u64,
+    ttls: Ttls,
+    last_signal: u64,
+    suspected_at: Option<u64>,
+) {
+    use LivenessState::*;
+    let after = next.state();
+    assert!(before != Offline, "Offline is terminal, got {change:?}");
+    assert!(
+        !matches!((before, after), (Active, Offline)),
+        "Active may not go Offline directly"
+    );
+    match change {
+        Change::Suspected => assert!(now - last_signal >= ttls.active_ms, "early suspicion"),
+        Change::WentOffline => {
+            let since = suspected_at.expect("Offline without a committed suspicion");
+            assert!(
+                now - since >= ttls.suspicion_ms,
+                "recovery window shortened"
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Arbitrary bytes through the configuration parsers and resolution: never a panic.
+pub fn config_parse(data: &[u8]) {
+    crate::config::fuzz_config_parse(data);
+}

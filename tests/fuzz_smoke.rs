@@ -1,0 +1,37 @@
+//! Replays the committed fuzz seeds and random bytes through every fuzz body (always-on smoke).
+
+use mooncake_liveness::fuzzing;
+use proptest::prelude::*;
+use std::path::Path;
+
+type Target = fn(&[u8]);
+
+const TARGETS: &[(&str, Target)] = &[
+    ("word_transitions", fuzzing::word_transitions),
+    ("config_parse", fuzzing::config_parse),
+];
+
+#[test]
+fn seeds_replay_cleanly() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    for (name, target) in TARGETS {
+        let dir = root.join(name);
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let data = std::fs::read(entry.unwrap().path()).unwrap();
+            target(&data);
+            n += 1;
+        }
+        assert!(n > 0, "no seeds for {name}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 10 } else { 2_000 }))]
+    #[test]
+    fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+        for (_, target) in TARGETS {
+            target(&data);
+        }
+    }
+}
