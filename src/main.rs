@@ -23,12 +23,93 @@ enum Command {
         #[arg(long)]
         events: bool,
     },
+    /// Resolve the liveness configuration (file + flags) and print it as JSON, with warnings on stderr.
+    Config(ConfigArgs),
+}
+
+/// Configuration sources, resolved by `mooncake_liveness::config::resolve`.
+#[derive(Debug, clap::Args)]
+struct ConfigArgs {
+    /// A master.yaml / master.json file.
+    #[arg(long = "config", value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
+    /// Deprecated alias of --client_active_ttl_sec.
+    #[arg(long = "client_ttl", value_name = "SEC", allow_negative_numbers = true)]
+    client_ttl: Option<f64>,
+    /// Active TTL, seconds.
+    #[arg(
+        long = "client_active_ttl_sec",
+        value_name = "SEC",
+        allow_negative_numbers = true
+    )]
+    client_active_ttl_sec: Option<f64>,
+    /// Suspicion TTL, seconds.
+    #[arg(
+        long = "client_suspicion_ttl_sec",
+        value_name = "SEC",
+        allow_negative_numbers = true
+    )]
+    client_suspicion_ttl_sec: Option<f64>,
+    /// Any other key, as KEY=VALUE (VALUE is JSON, or a plain string).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+impl ConfigArgs {
+    fn resolve(&self) -> Result<mooncake_liveness::config::Resolved, String> {
+        use mooncake_liveness::config::{resolve, CliOverrides, RawConfig};
+        let file = match &self.file {
+            Some(path) => Some(RawConfig::from_path(path).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let mut other = RawConfig::new();
+        for kv in &self.set {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("--set expects KEY=VALUE, got {kv:?}"))?;
+            let value = serde_json::from_str(v)
+                .unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+            other.set(k, value);
+        }
+        let cli = CliOverrides {
+            client_ttl: self.client_ttl,
+            client_active_ttl_sec: self.client_active_ttl_sec,
+            client_suspicion_ttl_sec: self.client_suspicion_ttl_sec,
+            other,
+        };
+        resolve(file.as_ref(), &cli).map_err(|e| e.to_string())
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Simulate { events } => simulate(events),
+        Command::Config(args) => print_config(&args),
+    }
+}
+
+fn print_config(args: &ConfigArgs) -> ExitCode {
+    match args.resolve() {
+        Ok(resolved) => {
+            for w in &resolved.warnings {
+                eprintln!("warning: {w}");
+            }
+            match serde_json::to_string_pretty(&resolved.config) {
+                Ok(json) => {
+                    println!("{json}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

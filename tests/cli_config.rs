@@ -1,0 +1,74 @@
+//! The binary's `config` and `simulate` subcommands, end to end.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mooncake-liveness"))
+}
+
+fn example(name: &str) -> String {
+    format!("{}/examples/config/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn flag_beats_file_with_a_warning() {
+    let out = bin()
+        .args([
+            "config",
+            "--config",
+            &example("master.yaml"),
+            "--client_ttl",
+            "30",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let cfg: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["active_ttl_ms"], 30_000);
+    assert_eq!(
+        cfg["suspicion_ttl_ms"], 60_000,
+        "the file's explicit suspicion TTL stays"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--client_ttl=30 overrides config file client_active_ttl_sec=60"),
+        "{err}"
+    );
+}
+
+#[test]
+fn non_positive_flag_is_rejected_naming_key_and_value() {
+    let out = bin()
+        .args(["config", "--client_ttl", "-3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--client_ttl") && err.contains("-3"), "{err}");
+}
+
+#[test]
+fn defaults_without_sources() {
+    let out = bin().arg("config").output().unwrap();
+    let cfg: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            cfg["active_ttl_ms"].as_u64(),
+            cfg["suspicion_ttl_ms"].as_u64()
+        ),
+        (Some(10_000), Some(20_000))
+    );
+}
+
+#[test]
+fn simulate_runs_and_is_deterministic() {
+    let a = bin().args(["simulate", "--events"]).output().unwrap();
+    let b = bin().args(["simulate", "--events"]).output().unwrap();
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let text = String::from_utf8_lossy(&a.stdout);
+    assert!(
+        text.contains("stall_detected") && text.contains("\"to\":\"Offline\""),
+        "{text}"
+    );
+}
