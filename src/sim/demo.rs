@@ -26,7 +26,7 @@ fn pings_at(client: u128, t_ms: u64) -> bool {
     match client {
         1 => true,                              // healthy
         2 => !(8_000..23_000).contains(&t_ms),  // 15 s GC pause: Suspected, then recovers
-        3 => !(5_000..50_000).contains(&t_ms),   // crashes at 5 s, a new process at 50 s
+        3 => !(5_000..50_000).contains(&t_ms),  // crashes at 5 s, a new process at 50 s
         _ => !(40_000..52_000).contains(&t_ms), // silent while the master stalls
     }
 }
