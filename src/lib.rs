@@ -26,7 +26,9 @@
 pub mod clock;
 pub mod config;
 pub mod docs;
+pub mod eligibility;
 pub mod liveness;
+pub mod master;
 pub mod monitor;
 pub mod offboarding;
 pub mod sim;

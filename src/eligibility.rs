@@ -1,0 +1,158 @@
+//! `ServingEligibility`: the one place that decides whether a client-owned resource may serve.
+//!
+//! ```text
+//! serve  = resource intrinsically valid ∧ segment lifecycle permits it ∧ owner incarnation Active
+//! retain = owner incarnation Active or Suspected
+//! ```
+//!
+//! Every routing path of the reference master (allocation, replica descriptors, Copy/Move
+//! sources, targets and executors, task delivery, drain targets, offload and promotion work)
+//! asks this module and `match`es the typed answer; no other module reads liveness state
+//! (`tests/master_seam.rs` checks the source). The owner term is one `Acquire` load of the word
+//! of a record the resource already holds (`Arc<ClientLivenessRecord>`): no lock, no lookup.
+//! NoF resources are not client-owned and never come here (invariant 20).
+#![forbid(unsafe_code)]
+
+use crate::liveness::ClientLivenessRecord;
+
+/// What a resource may do now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServingEligibility {
+    /// It may take new work and be handed out.
+    Serve,
+    /// It is kept, but must not be chosen for anything new; the reason says why.
+    Withhold(Withheld),
+    /// Its owner is Offline: it is kept only until offboarding removes it.
+    Release,
+}
+
+/// Why a retained resource does not serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withheld {
+    /// The resource itself is not usable yet (a replica still being written, a task target).
+    NotReady,
+    /// Its segment's lifecycle forbids this purpose (mounting, draining, unmounting).
+    Lifecycle,
+    /// Its owner is Suspected: kept for recovery, routed nowhere.
+    OwnerSuspected,
+}
+
+/// What the resource is wanted for (segment lifecycles permit reads longer than allocation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// Handing out an existing replica (Get, Copy/Move source, offload/promotion source).
+    Read,
+    /// New space on a segment (Put, Copy/Move/drain/promotion target).
+    Allocate,
+}
+
+/// The eligibility of a resource: `valid` and `lifecycle_ok` are the resource's own terms, the
+/// owner term is one load of its record's word.
+#[inline]
+pub fn decide(owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
+    let word = owner.word();
+    match word.state() {
+        crate::liveness::LivenessState::Offline => ServingEligibility::Release,
+        crate::liveness::LivenessState::Suspected => ServingEligibility::Withhold(Withheld::OwnerSuspected),
+        crate::liveness::LivenessState::Active if !valid => ServingEligibility::Withhold(Withheld::NotReady),
+        crate::liveness::LivenessState::Active if !lifecycle_ok => ServingEligibility::Withhold(Withheld::Lifecycle),
+        crate::liveness::LivenessState::Active => ServingEligibility::Serve,
+    }
+}
+
+/// The seam as a value, so a master can be built with the owner term switched off (only for
+/// benchmarks and the test that liveness changes nothing while every owner is Active).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seam {
+    /// `false`: the owner term is skipped (every owner counts as Active).
+    pub enabled: bool,
+}
+
+impl Default for Seam {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+impl Seam {
+    /// [`decide`], or the owner-blind rule when the seam is disabled.
+    #[inline]
+    pub fn decide(self, owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
+        if self.enabled {
+            decide(owner, valid, lifecycle_ok)
+        } else if !valid {
+            ServingEligibility::Withhold(Withheld::NotReady)
+        } else if !lifecycle_ok {
+            ServingEligibility::Withhold(Withheld::Lifecycle)
+        } else {
+            ServingEligibility::Serve
+        }
+    }
+
+    /// [`executor`] under this seam.
+    #[inline]
+    pub fn executor(self, owner: &ClientLivenessRecord) -> ServingEligibility {
+        self.decide(owner, true, true)
+    }
+}
+
+/// An incarnation as the executor of new work (task delivery, Copy/Move executor, offload and
+/// promotion admission): it must be Active.
+#[inline]
+pub fn executor(owner: &ClientLivenessRecord) -> ServingEligibility {
+    decide(owner, true, true)
+}
+
+/// May a callback for work handed out earlier (End, Revoke, task completion/failure) be
+/// accepted from this incarnation? Yes while it is retained (invariant 11).
+#[inline]
+pub fn accepts_callbacks(owner: &ClientLivenessRecord) -> bool {
+    owner.should_retain()
+}
+
+impl ServingEligibility {
+    /// `true` for [`ServingEligibility::Serve`].
+    #[inline]
+    pub fn serves(self) -> bool {
+        matches!(self, Self::Serve)
+    }
+
+    /// `true` unless the owner is Offline.
+    #[inline]
+    pub fn retains(self) -> bool {
+        !matches!(self, Self::Release)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::liveness::word::{LivenessState, Seq, Word};
+    use crate::liveness::{ClientId, Incarnation};
+
+    fn rec(state: LivenessState) -> ClientLivenessRecord {
+        ClientLivenessRecord::with_word(ClientId(1), Incarnation(1), Word::pack(state, Seq::default(), 0))
+    }
+
+    #[test]
+    fn table() {
+        use LivenessState::*;
+        use ServingEligibility::*;
+        #[rustfmt::skip]
+        let rows = [
+            (Active, true, true, Serve),
+            (Active, false, true, Withhold(Withheld::NotReady)),
+            (Active, true, false, Withhold(Withheld::Lifecycle)),
+            (Suspected, true, true, Withhold(Withheld::OwnerSuspected)),
+            (Suspected, false, false, Withhold(Withheld::OwnerSuspected)),
+            (Offline, true, true, Release),
+        ];
+        for (state, valid, lifecycle, want) in rows {
+            assert_eq!(decide(&rec(state), valid, lifecycle), want, "{state:?} {valid} {lifecycle}");
+            assert_eq!(want.retains(), state != Offline);
+            assert_eq!(accepts_callbacks(&rec(state)), state != Offline);
+        }
+        assert_eq!(executor(&rec(Active)), Serve);
+        assert!(!executor(&rec(Suspected)).serves());
+    }
+}

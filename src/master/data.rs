@@ -1,0 +1,196 @@
+//! Put, Get, Remove and the allocation and release helpers every path shares.
+
+use super::object::{Object, Replica, ReplicaKind};
+use super::segment::{AllocationStrategy, SegmentId};
+use super::{Master, MasterError, ReplicaDesc};
+use crate::eligibility::Purpose;
+use rand::seq::SliceRandom;
+
+impl Master {
+    /// PutStart: allocates `replicas` replicas of `size` bytes on distinct serving segments.
+    /// Best effort: fewer than asked is allowed, none is `NO_AVAILABLE_HANDLE`.
+    pub fn put(&mut self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
+        if size == 0 || replicas == 0 {
+            return Err(MasterError::InvalidParams);
+        }
+        if self.objects.contains_key(key) {
+            return Err(MasterError::ObjectAlreadyExists);
+        }
+        let chosen = self.choose_segments(size, replicas, &[]);
+        if chosen.is_empty() {
+            return Err(MasterError::NoAvailableHandle);
+        }
+        let mut object = Object {
+            size,
+            replicas: Vec::new(),
+            replication_task: None,
+            tier_task: None,
+        };
+        for sid in chosen {
+            object.replicas.push(self.allocate_on(sid, key, size));
+        }
+        self.objects.insert(key.to_string(), object);
+        Ok(self.describe(key, |_| true))
+    }
+
+    /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
+    /// liveness (invariant 11).
+    pub fn put_end(&mut self, key: &str) -> Result<(), MasterError> {
+        let obj = self.objects.get_mut(key).ok_or(MasterError::ObjectNotFound)?;
+        if obj.is_complete() {
+            return Err(MasterError::InvalidParams);
+        }
+        for r in obj.replicas.iter_mut() {
+            r.complete = true;
+        }
+        Ok(())
+    }
+
+    /// PutRevoke: the writer abandoned the put; its allocations are released.
+    pub fn put_revoke(&mut self, key: &str) -> Result<(), MasterError> {
+        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+        if obj.is_complete() {
+            return Err(MasterError::InvalidParams);
+        }
+        self.remove_object(key);
+        Ok(())
+    }
+
+    /// GetReplicaList: the replicas a reader may use now.
+    pub fn get(&mut self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        if !self.objects.contains_key(key) {
+            return Err(MasterError::ObjectNotFound);
+        }
+        let (seam, segments) = (self.seam(), &self.segments);
+        let out = self.describe(key, |r| r.eligibility(seam, segments).serves());
+        if out.is_empty() {
+            return Err(MasterError::ReplicaIsNotReady);
+        }
+        Ok(out)
+    }
+
+    /// Remove: erases a key and releases its replicas.
+    pub fn remove(&mut self, key: &str) -> Result<(), MasterError> {
+        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+        if obj.replication_task.is_some() {
+            return Err(MasterError::ObjectHasReplicationTask);
+        }
+        self.remove_object(key);
+        Ok(())
+    }
+
+    /// Descriptors of `key`'s replicas that pass `keep`, in replica order.
+    pub(super) fn describe(&self, key: &str, keep: impl Fn(&Replica) -> bool) -> Vec<ReplicaDesc> {
+        let Some(obj) = self.objects.get(key) else {
+            return Vec::new();
+        };
+        obj.replicas
+            .iter()
+            .filter(|r| keep(r))
+            .map(|r| ReplicaDesc {
+                segment: match r.kind {
+                    ReplicaKind::Memory { segment, .. } => {
+                        self.segments.get(segment).map(|s| s.name.clone()).unwrap_or_default()
+                    }
+                    ReplicaKind::LocalDisk { .. } => format!("local_disk:{}", self.client_name(r.owner().client())),
+                },
+                client: self.client_name(r.owner().client()),
+            })
+            .collect()
+    }
+
+    /// Up to `n` distinct segments that may take `size` new bytes now, excluding `exclude`.
+    pub(super) fn choose_segments(&mut self, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<SegmentId> {
+        let seam = self.seam();
+        let mut candidates: Vec<(SegmentId, u64, u64)> = self
+            .segments
+            .iter()
+            .filter(|(id, s)| !exclude.contains(id) && s.eligibility(seam, Purpose::Allocate, size).serves())
+            .map(|(id, s)| (id, s.free(), s.size))
+            .collect();
+        match self.options.strategy {
+            // Highest free ratio first: free/size compared as free·size' > free'·size; ties keep name order.
+            AllocationStrategy::FreeRatioFirst => candidates
+                .sort_by(|a, b| (u128::from(b.1) * u128::from(a.2)).cmp(&(u128::from(a.1) * u128::from(b.2)))),
+            AllocationStrategy::Random => candidates.shuffle(&mut self.rng),
+        }
+        candidates.into_iter().take(n).map(|c| c.0).collect()
+    }
+
+    /// Allocates `size` bytes for `key` on `sid` and returns the (incomplete) replica.
+    pub(super) fn allocate_on(&mut self, sid: SegmentId, key: &str, size: u64) -> Replica {
+        let seg = self.segments.get_mut(sid).expect("allocating on a chosen segment");
+        seg.used += size;
+        seg.keys.insert(key.to_string());
+        self.quota_used += size;
+        Replica {
+            kind: ReplicaKind::Memory {
+                segment: sid,
+                owner: seg.owner.clone(),
+            },
+            complete: false,
+        }
+    }
+
+    /// Releases the storage of one replica of `key` (its segment or LocalDisk accounting).
+    pub(super) fn release_replica(&mut self, key: &str, size: u64, replica: &Replica) {
+        self.quota_used = self.quota_used.saturating_sub(size);
+        match &replica.kind {
+            ReplicaKind::Memory { segment, .. } => {
+                if let Some(seg) = self.segments.get_mut(*segment) {
+                    seg.used = seg.used.saturating_sub(size);
+                    seg.keys.remove(key);
+                }
+            }
+            ReplicaKind::LocalDisk { owner } => {
+                if let Some(disk) = self.local_disks.get_mut(&owner.client()) {
+                    disk.used = disk.used.saturating_sub(size);
+                    disk.keys.remove(key);
+                }
+            }
+        }
+    }
+
+    /// Removes the replicas of `key` matching `gone`; removes the object if none is left.
+    pub(super) fn remove_replicas(&mut self, key: &str, gone: impl Fn(&Replica) -> bool) {
+        let Some(obj) = self.objects.get_mut(key) else { return };
+        let size = obj.size;
+        let (dropped, kept): (Vec<_>, Vec<_>) = obj.replicas.drain(..).partition(|r| gone(r));
+        obj.replicas = kept;
+        let empty = obj.replicas.is_empty();
+        for r in &dropped {
+            self.release_replica(key, size, r);
+        }
+        if empty {
+            self.remove_object(key);
+        }
+    }
+
+    /// Removes an object with all its replicas and tasks.
+    pub(super) fn remove_object(&mut self, key: &str) {
+        let Some(obj) = self.objects.get(key) else { return };
+        let tasks: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
+        for t in tasks {
+            self.cancel_task(t);
+        }
+        if let Some(obj) = self.objects.remove(key) {
+            for r in &obj.replicas {
+                self.release_replica(key, obj.size, r);
+            }
+        }
+    }
+
+    /// Unmounts a segment now: replicas on it, tasks touching it and then the segment go.
+    /// Returns the segment's name (its external metadata entry is the caller's to delete).
+    pub(super) fn drop_segment(&mut self, sid: SegmentId) -> Option<String> {
+        let keys: Vec<String> = match self.segments.get(sid) {
+            Some(seg) => seg.keys.iter().cloned().collect(),
+            None => return None,
+        };
+        for key in keys {
+            self.cancel_tasks_touching(&key, sid);
+            self.remove_replicas(&key, |r| r.segment() == Some(sid));
+        }
+        self.segments.remove(sid).map(|seg| seg.name)
+    }
+}

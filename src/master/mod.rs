@@ -1,0 +1,285 @@
+//! The reference master: a metadata-only model of Mooncake Store's master, faithful in the paths
+//! the RFC names, that routes every choice through [`eligibility`](crate::eligibility).
+//!
+//! Single-owner, deterministic data (`&mut self`, ordered maps, a seeded RNG). It owns a
+//! [`Liveness`] core and its [`Monitor`]; it has no atomics of its own: every liveness question
+//! goes to the seam, and every resource holds the `Arc` of the incarnation that created it.
+//!
+//! | module | paths |
+//! |---|---|
+//! | `membership` | Mount, ReMount, Unmount, LocalDisk mount, Ping |
+//! | `data` | Put start/end/revoke, Get, Remove, allocation |
+//! | `work` | Copy/Move, task fetch and completion, drain, offload, promotion |
+//! | `offboard` | the synchronous `ClientOffboardingJob` steps |
+//! | `nof` | NoF segments and their probe-driven health |
+//! | `query` | the diagnostic status query |
+#![forbid(unsafe_code)]
+
+mod data;
+mod error;
+mod membership;
+pub mod nof;
+mod object;
+mod offboard;
+mod query;
+mod segment;
+mod task;
+mod work;
+
+pub use error::MasterError;
+pub use object::{Object, Replica, ReplicaKind};
+pub use query::{ClientStatus, QueryReport, SegmentStatus};
+pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentId, Segments};
+pub use task::{Task, TaskKind, Tasks};
+
+use crate::clock::Clock;
+use crate::config::LivenessConfig;
+use crate::liveness::{ClientId, Incarnation, Liveness, Transition};
+use crate::monitor::{LivenessEvent, Monitor};
+use crate::sync::CellArc;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Something the master did on its own (between operations) or as a side effect of one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MasterEvent {
+    /// A committed liveness transition.
+    Transition(Transition),
+    /// A master stall detected and credited.
+    StallDetected {
+        /// When the master resumed (base clock).
+        at_ms: u64,
+        /// The credited stall.
+        ms: u64,
+    },
+    /// An offboarding job completed and its record was erased.
+    Offboarded {
+        /// The client.
+        client: ClientId,
+        /// The incarnation.
+        incarnation: Incarnation,
+        /// Attempts it took.
+        attempts: u32,
+        /// When (base clock).
+        at_ms: u64,
+    },
+}
+
+/// A replica as handed to a caller.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ReplicaDesc {
+    /// Segment name (`local_disk:<client>` for a LocalDisk replica).
+    pub segment: String,
+    /// The owning client's name.
+    pub client: String,
+}
+
+/// A task as handed to its executor.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TaskDesc {
+    /// Task id.
+    pub task: u64,
+    /// `copy`, `move`, `offload` or `promote`.
+    pub kind: &'static str,
+    /// The object.
+    pub key: String,
+}
+
+/// A client's LocalDisk (SSD) registration.
+#[derive(Debug)]
+pub struct LocalDisk {
+    /// The incarnation that registered it.
+    pub owner: crate::sync::Arc<crate::liveness::ClientLivenessRecord>,
+    /// Capacity, bytes.
+    pub capacity: u64,
+    /// Bytes used by LocalDisk replicas and offloads in flight.
+    pub used: u64,
+    /// Keys with a LocalDisk replica here.
+    pub keys: BTreeSet<String>,
+}
+
+/// Entries the master keeps in an external metadata store (Mooncake's HTTP metadata server):
+/// one per mounted segment. Offboarding deletes them.
+pub trait ExternalMetadata: std::fmt::Debug + Send {
+    /// Records `segment`.
+    fn put(&mut self, segment: &str);
+    /// Deletes `segment`; idempotent.
+    fn delete(&mut self, segment: &str) -> Result<(), String>;
+    /// Is `segment` recorded?
+    fn contains(&self, segment: &str) -> bool;
+}
+
+/// An in-memory [`ExternalMetadata`].
+#[derive(Debug, Default)]
+pub struct InMemoryMetadata(BTreeSet<String>);
+
+impl ExternalMetadata for InMemoryMetadata {
+    fn put(&mut self, segment: &str) {
+        self.0.insert(segment.to_string());
+    }
+    fn delete(&mut self, segment: &str) -> Result<(), String> {
+        self.0.remove(segment);
+        Ok(())
+    }
+    fn contains(&self, segment: &str) -> bool {
+        self.0.contains(segment)
+    }
+}
+
+/// Options of the reference master beyond the liveness configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MasterOptions {
+    /// How allocation chooses segments.
+    pub strategy: AllocationStrategy,
+    /// Seed of the master's RNG (random strategy).
+    pub seed: u64,
+    /// Turn the seam off: owners are treated as Active everywhere (benchmarks and the
+    /// "liveness changes nothing when everyone is Active" test only).
+    pub seam_disabled: bool,
+}
+
+impl Default for MasterOptions {
+    fn default() -> Self {
+        Self {
+            strategy: AllocationStrategy::FreeRatioFirst,
+            seed: 0,
+            seam_disabled: false,
+        }
+    }
+}
+
+/// The reference master.
+#[derive(Debug)]
+pub struct Master {
+    live: Liveness,
+    monitor: Monitor,
+    options: MasterOptions,
+    rng: ChaCha8Rng,
+    names: BTreeMap<String, ClientId>,
+    ids: HashMap<ClientId, String>,
+    segments: Segments,
+    objects: BTreeMap<String, Object>,
+    tasks: Tasks,
+    local_disks: BTreeMap<ClientId, LocalDisk>,
+    nof: nof::NofSegments,
+    quota_used: u64,
+    external: Box<dyn ExternalMetadata>,
+    events: Vec<MasterEvent>,
+}
+
+impl Master {
+    /// A master on `clock` with `config`.
+    pub fn new(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
+        let live = Liveness::new(clock, config);
+        let monitor = Monitor::new(&live);
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(options.seed),
+            live,
+            monitor,
+            options,
+            names: BTreeMap::new(),
+            ids: HashMap::new(),
+            segments: Segments::default(),
+            objects: BTreeMap::new(),
+            tasks: Tasks::default(),
+            local_disks: BTreeMap::new(),
+            nof: nof::NofSegments::default(),
+            quota_used: 0,
+            external: Box::new(InMemoryMetadata::default()),
+            events: Vec::new(),
+        }
+    }
+
+    /// The liveness core.
+    pub fn liveness(&self) -> &Liveness {
+        &self.live
+    }
+
+    /// The monitor.
+    pub fn monitor(&self) -> &Monitor {
+        &self.monitor
+    }
+
+    /// Runs one monitor tick at the clock's time and completes the offboarding jobs it minted.
+    pub fn tick(&mut self) {
+        let report = self.monitor.tick(&self.live);
+        for ev in report.events {
+            self.events.push(match ev {
+                LivenessEvent::Transition(t) => MasterEvent::Transition(t),
+                LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
+            });
+        }
+        for job in report.jobs {
+            self.offboard(job);
+        }
+    }
+
+    /// Takes the events produced since the last call, in the order they happened.
+    pub fn take_events(&mut self) -> Vec<MasterEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The id of client `name` (interned on first use; interning creates no liveness record).
+    pub fn client_id(&mut self, name: &str) -> ClientId {
+        if let Some(id) = self.names.get(name) {
+            return *id;
+        }
+        let id = ClientId(self.names.len() as u128 + 1);
+        self.names.insert(name.to_string(), id);
+        self.ids.insert(id, name.to_string());
+        id
+    }
+
+    /// The name of client `id`.
+    pub fn client_name(&self, id: ClientId) -> String {
+        self.ids.get(&id).cloned().unwrap_or_else(|| id.to_string())
+    }
+
+    /// The segment table.
+    pub fn segments(&self) -> &Segments {
+        &self.segments
+    }
+
+    /// The object table.
+    pub fn objects(&self) -> &BTreeMap<String, Object> {
+        &self.objects
+    }
+
+    /// The tasks.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// LocalDisk registrations.
+    pub fn local_disks(&self) -> &BTreeMap<ClientId, LocalDisk> {
+        &self.local_disks
+    }
+
+    /// The default tenant's quota usage (bytes of all replicas and reservations).
+    pub fn quota_used(&self) -> u64 {
+        self.quota_used
+    }
+
+    /// The external metadata store.
+    pub fn external_metadata(&self) -> &dyn ExternalMetadata {
+        self.external.as_ref()
+    }
+
+    /// The NoF segments.
+    pub fn nof(&mut self) -> &mut nof::NofSegments {
+        &mut self.nof
+    }
+
+    fn seam(&self) -> crate::eligibility::Seam {
+        crate::eligibility::Seam {
+            enabled: !self.options.seam_disabled,
+        }
+    }
+
+    fn push_transition(&mut self, t: Option<Transition>) {
+        if let Some(t) = t {
+            self.events.push(MasterEvent::Transition(t));
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! NoF (NVMe-over-Fabrics) segments: their own probe-driven health model, untouched by client
+//! liveness (invariant 20). A NoF segment is unmounted after `failures_threshold` consecutive
+//! failed probes; a successful probe resets the count. No client record is involved, so no
+//! liveness transition, offboarding job or stall changes a NoF segment.
+
+use std::collections::BTreeMap;
+
+/// Health of one NoF segment.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NofSegment {
+    /// Size, bytes.
+    pub size: u64,
+    /// Consecutive failed probes.
+    pub failures: u32,
+}
+
+/// The NoF registry.
+#[derive(Debug, Default)]
+pub struct NofSegments {
+    segments: BTreeMap<String, NofSegment>,
+    /// Failed probes in a row that unmount a segment (Mooncake's default is 3).
+    pub failures_threshold: u32,
+}
+
+impl NofSegments {
+    /// Mounts a NoF segment; `false` if the name is taken or the size is 0.
+    pub fn mount(&mut self, name: &str, size: u64) -> bool {
+        if size == 0 || self.segments.contains_key(name) {
+            return false;
+        }
+        self.segments.insert(name.to_string(), NofSegment { size, failures: 0 });
+        true
+    }
+
+    /// Records a probe result; returns `true` if the segment was unmounted by it.
+    pub fn probe(&mut self, name: &str, healthy: bool) -> bool {
+        let threshold = if self.failures_threshold == 0 { 3 } else { self.failures_threshold };
+        let Some(seg) = self.segments.get_mut(name) else { return false };
+        if healthy {
+            seg.failures = 0;
+            return false;
+        }
+        seg.failures += 1;
+        if seg.failures >= threshold {
+            self.segments.remove(name);
+            return true;
+        }
+        false
+    }
+
+    /// Is `name` mounted (and so serving)?
+    pub fn is_mounted(&self, name: &str) -> bool {
+        self.segments.contains_key(name)
+    }
+
+    /// Mounted NoF segments by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &NofSegment)> {
+        self.segments.iter()
+    }
+}

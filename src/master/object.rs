@@ -1,0 +1,96 @@
+//! Objects and their replicas.
+
+use super::segment::{SegmentId, Segments};
+use crate::eligibility::{Purpose, Seam, ServingEligibility};
+use crate::liveness::ClientLivenessRecord;
+use crate::sync::Arc;
+
+/// Where a replica lives.
+#[derive(Clone, Debug)]
+pub enum ReplicaKind {
+    /// In a memory segment; `owner` is the segment's owning incarnation, copied at allocation
+    /// so the serving check is one load on a record the replica holds.
+    Memory {
+        /// The segment.
+        segment: SegmentId,
+        /// The segment's owner.
+        owner: Arc<ClientLivenessRecord>,
+    },
+    /// On a client's LocalDisk (SSD), written by offload.
+    LocalDisk {
+        /// The registering incarnation.
+        owner: Arc<ClientLivenessRecord>,
+    },
+}
+
+/// One copy of an object.
+#[derive(Clone, Debug)]
+pub struct Replica {
+    /// Location.
+    pub kind: ReplicaKind,
+    /// Written and acknowledged (PutEnd / task completion).
+    pub complete: bool,
+}
+
+impl Replica {
+    /// The incarnation that owns the replica's storage.
+    pub fn owner(&self) -> &Arc<ClientLivenessRecord> {
+        match &self.kind {
+            ReplicaKind::Memory { owner, .. } | ReplicaKind::LocalDisk { owner } => owner,
+        }
+    }
+
+    /// The memory segment, if any.
+    pub fn segment(&self) -> Option<SegmentId> {
+        match self.kind {
+            ReplicaKind::Memory { segment, .. } => Some(segment),
+            ReplicaKind::LocalDisk { .. } => None,
+        }
+    }
+
+    /// The seam's answer for handing this replica out to a reader.
+    pub fn eligibility(&self, seam: Seam, segments: &Segments) -> ServingEligibility {
+        let lifecycle_ok = match self.kind {
+            ReplicaKind::Memory { segment, .. } => {
+                segments.get(segment).is_some_and(|s| s.lifecycle.permits(Purpose::Read))
+            }
+            ReplicaKind::LocalDisk { .. } => true,
+        };
+        seam.decide(self.owner(), self.complete, lifecycle_ok)
+    }
+}
+
+/// One key's metadata.
+#[derive(Clone, Debug)]
+pub struct Object {
+    /// Size in bytes (every replica holds all of it).
+    pub size: u64,
+    /// Replicas, in the order they were added.
+    pub replicas: Vec<Replica>,
+    /// The Copy/Move task in flight for this key, if any.
+    pub replication_task: Option<u64>,
+    /// The offload or promotion task in flight, if any.
+    pub tier_task: Option<u64>,
+}
+
+impl Object {
+    /// Is every replica written?
+    pub fn is_complete(&self) -> bool {
+        !self.replicas.is_empty() && self.replicas.iter().all(|r| r.complete)
+    }
+
+    /// Has a replica on `segment`?
+    pub fn on_segment(&self, segment: SegmentId) -> bool {
+        self.replicas.iter().any(|r| r.segment() == Some(segment))
+    }
+
+    /// Has a LocalDisk replica?
+    pub fn has_local_disk(&self) -> bool {
+        self.replicas.iter().any(|r| matches!(r.kind, ReplicaKind::LocalDisk { .. }))
+    }
+
+    /// Has a memory replica?
+    pub fn has_memory(&self) -> bool {
+        self.replicas.iter().any(|r| r.segment().is_some())
+    }
+}

@@ -1,0 +1,153 @@
+//! The task manager: per-client FIFO queues of Copy/Move/promotion work (fetched with
+//! `fetch_tasks`) and of offload work (handed out by the offload heartbeat).
+
+use super::segment::SegmentId;
+use crate::liveness::{ClientId, ClientLivenessRecord};
+use crate::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// What a task asks its executor to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// Copy a replica to `target`.
+    Copy,
+    /// Move a replica from `source` to `target`.
+    Move,
+    /// Write a memory replica to the executor's LocalDisk.
+    Offload,
+    /// Read the executor's LocalDisk replica into memory on `target`.
+    Promote,
+}
+
+impl TaskKind {
+    /// The name `replay` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Copy => "copy",
+            Self::Move => "move",
+            Self::Offload => "offload",
+            Self::Promote => "promote",
+        }
+    }
+
+    fn offload_channel(self) -> bool {
+        self == Self::Offload
+    }
+}
+
+/// One task.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// Its id.
+    pub id: u64,
+    /// Its kind.
+    pub kind: TaskKind,
+    /// The object.
+    pub key: String,
+    /// The incarnation that must execute it (kept: a later incarnation never receives it).
+    pub executor: Arc<ClientLivenessRecord>,
+    /// Source segment (Move).
+    pub source: Option<SegmentId>,
+    /// Target segment, whose allocation the task holds (Copy, Move, Promote).
+    pub target: Option<SegmentId>,
+    /// Handed to the executor already.
+    pub delivered: bool,
+}
+
+/// All tasks, with per-client pending queues.
+#[derive(Debug, Default)]
+pub struct Tasks {
+    next_id: u64,
+    all: BTreeMap<u64, Task>,
+    pending: BTreeMap<(ClientId, bool), VecDeque<u64>>,
+    by_client: BTreeMap<ClientId, BTreeSet<u64>>,
+}
+
+impl Tasks {
+    /// Creates a pending task and returns its id.
+    pub fn submit(
+        &mut self,
+        kind: TaskKind,
+        key: &str,
+        executor: Arc<ClientLivenessRecord>,
+        source: Option<SegmentId>,
+        target: Option<SegmentId>,
+    ) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let client = executor.client();
+        self.pending.entry((client, kind.offload_channel())).or_default().push_back(id);
+        self.by_client.entry(client).or_default().insert(id);
+        self.all.insert(
+            id,
+            Task {
+                id,
+                kind,
+                key: key.to_string(),
+                executor,
+                source,
+                target,
+                delivered: false,
+            },
+        );
+        id
+    }
+
+    /// Takes every pending task of `client` on one channel (offload or the rest), marking them delivered.
+    pub fn take_pending(&mut self, client: ClientId, offload: bool) -> Vec<Task> {
+        let ids: Vec<u64> = self.pending.remove(&(client, offload)).unwrap_or_default().into();
+        ids.into_iter()
+            .filter_map(|id| {
+                let t = self.all.get_mut(&id)?;
+                t.delivered = true;
+                Some(t.clone())
+            })
+            .collect()
+    }
+
+    /// A task by id.
+    pub fn get(&self, id: u64) -> Option<&Task> {
+        self.all.get(&id)
+    }
+
+    /// Removes a task wherever it is.
+    pub fn remove(&mut self, id: u64) -> Option<Task> {
+        let task = self.all.remove(&id)?;
+        let client = task.executor.client();
+        if let Some(q) = self.pending.get_mut(&(client, task.kind.offload_channel())) {
+            q.retain(|x| *x != id);
+        }
+        if let Some(set) = self.by_client.get_mut(&client) {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_client.remove(&client);
+            }
+        }
+        Some(task)
+    }
+
+    /// Ids of every task assigned to `client` (the per-owner index offboarding uses).
+    pub fn of_client(&self, client: ClientId) -> Vec<u64> {
+        self.by_client.get(&client).map(|s| s.iter().copied().collect()).unwrap_or_default()
+    }
+
+    /// Pending (undelivered) tasks of `client`.
+    pub fn pending_count(&self, client: ClientId) -> usize {
+        self.pending
+            .iter()
+            .filter(|((c, _), _)| *c == client)
+            .map(|(_, q)| q.len())
+            .sum()
+    }
+
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// No task.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+}
