@@ -9,7 +9,12 @@ use rand::seq::SliceRandom;
 impl Master {
     /// PutStart: allocates `replicas` replicas of `size` bytes on distinct serving segments.
     /// Best effort: fewer than asked is allowed, none is `NO_AVAILABLE_HANDLE`.
-    pub fn put(&mut self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
+    pub fn put(
+        &mut self,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
         if size == 0 || replicas == 0 {
             return Err(MasterError::InvalidParams);
         }
@@ -36,7 +41,10 @@ impl Master {
     /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
     /// liveness (invariant 11).
     pub fn put_end(&mut self, key: &str) -> Result<(), MasterError> {
-        let obj = self.objects.get_mut(key).ok_or(MasterError::ObjectNotFound)?;
+        let obj = self
+            .objects
+            .get_mut(key)
+            .ok_or(MasterError::ObjectNotFound)?;
         if obj.is_complete() {
             return Err(MasterError::InvalidParams);
         }
@@ -89,10 +97,14 @@ impl Master {
             .filter(|r| keep(r))
             .map(|r| ReplicaDesc {
                 segment: match r.kind {
-                    ReplicaKind::Memory { segment, .. } => {
-                        self.segments.get(segment).map(|s| s.name.clone()).unwrap_or_default()
+                    ReplicaKind::Memory { segment, .. } => self
+                        .segments
+                        .get(segment)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default(),
+                    ReplicaKind::LocalDisk { .. } => {
+                        format!("local_disk:{}", self.client_name(r.owner().client()))
                     }
-                    ReplicaKind::LocalDisk { .. } => format!("local_disk:{}", self.client_name(r.owner().client())),
                 },
                 client: self.client_name(r.owner().client()),
             })
@@ -100,18 +112,26 @@ impl Master {
     }
 
     /// Up to `n` distinct segments that may take `size` new bytes now, excluding `exclude`.
-    pub(super) fn choose_segments(&mut self, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<SegmentId> {
+    pub(super) fn choose_segments(
+        &mut self,
+        size: u64,
+        n: usize,
+        exclude: &[SegmentId],
+    ) -> Vec<SegmentId> {
         let seam = self.seam();
         let mut candidates: Vec<(SegmentId, u64, u64)> = self
             .segments
             .iter()
-            .filter(|(id, s)| !exclude.contains(id) && s.eligibility(seam, Purpose::Allocate, size).serves())
+            .filter(|(id, s)| {
+                !exclude.contains(id) && s.eligibility(seam, Purpose::Allocate, size).serves()
+            })
             .map(|(id, s)| (id, s.free(), s.size))
             .collect();
         match self.options.strategy {
             // Highest free ratio first: free/size compared as free·size' > free'·size; ties keep name order.
-            AllocationStrategy::FreeRatioFirst => candidates
-                .sort_by(|a, b| (u128::from(b.1) * u128::from(a.2)).cmp(&(u128::from(a.1) * u128::from(b.2)))),
+            AllocationStrategy::FreeRatioFirst => candidates.sort_by(|a, b| {
+                (u128::from(b.1) * u128::from(a.2)).cmp(&(u128::from(a.1) * u128::from(b.2)))
+            }),
             AllocationStrategy::Random => candidates.shuffle(&mut self.rng),
         }
         candidates.into_iter().take(n).map(|c| c.0).collect()
@@ -119,7 +139,10 @@ impl Master {
 
     /// Allocates `size` bytes for `key` on `sid` and returns the (incomplete) replica.
     pub(super) fn allocate_on(&mut self, sid: SegmentId, key: &str, size: u64) -> Replica {
-        let seg = self.segments.get_mut(sid).expect("allocating on a chosen segment");
+        let seg = self
+            .segments
+            .get_mut(sid)
+            .expect("allocating on a chosen segment");
         seg.used += size;
         seg.keys.insert(key.to_string());
         self.quota_used += size;
@@ -153,7 +176,9 @@ impl Master {
 
     /// Removes the replicas of `key` matching `gone`; removes the object if none is left.
     pub(super) fn remove_replicas(&mut self, key: &str, gone: impl Fn(&Replica) -> bool) {
-        let Some(obj) = self.objects.get_mut(key) else { return };
+        let Some(obj) = self.objects.get_mut(key) else {
+            return;
+        };
         let size = obj.size;
         let (dropped, kept): (Vec<_>, Vec<_>) = obj.replicas.drain(..).partition(|r| gone(r));
         obj.replicas = kept;
@@ -168,8 +193,14 @@ impl Master {
 
     /// Removes an object with all its replicas and tasks.
     pub(super) fn remove_object(&mut self, key: &str) {
-        let Some(obj) = self.objects.get(key) else { return };
-        let tasks: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
+        let Some(obj) = self.objects.get(key) else {
+            return;
+        };
+        let tasks: Vec<u64> = obj
+            .replication_task
+            .into_iter()
+            .chain(obj.tier_task)
+            .collect();
         for t in tasks {
             self.cancel_task(t);
         }

@@ -207,7 +207,9 @@ impl Master {
         for ev in report.events {
             self.events.push(match ev {
                 LivenessEvent::Transition(t) => MasterEvent::Transition(t),
-                LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
+                LivenessEvent::StallDetected { at_ms, ms } => {
+                    MasterEvent::StallDetected { at_ms, ms }
+                }
             });
         }
         for job in report.jobs {

@@ -28,14 +28,21 @@ impl NofSegments {
         if size == 0 || self.segments.contains_key(name) {
             return false;
         }
-        self.segments.insert(name.to_string(), NofSegment { size, failures: 0 });
+        self.segments
+            .insert(name.to_string(), NofSegment { size, failures: 0 });
         true
     }
 
     /// Records a probe result; returns `true` if the segment was unmounted by it.
     pub fn probe(&mut self, name: &str, healthy: bool) -> bool {
-        let threshold = if self.failures_threshold == 0 { 3 } else { self.failures_threshold };
-        let Some(seg) = self.segments.get_mut(name) else { return false };
+        let threshold = if self.failures_threshold == 0 {
+            3
+        } else {
+            self.failures_threshold
+        };
+        let Some(seg) = self.segments.get_mut(name) else {
+            return false;
+        };
         if healthy {
             seg.failures = 0;
             return false;

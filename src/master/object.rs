@@ -51,9 +51,9 @@ impl Replica {
     /// The seam's answer for handing this replica out to a reader.
     pub fn eligibility(&self, seam: Seam, segments: &Segments) -> ServingEligibility {
         let lifecycle_ok = match self.kind {
-            ReplicaKind::Memory { segment, .. } => {
-                segments.get(segment).is_some_and(|s| s.lifecycle.permits(Purpose::Read))
-            }
+            ReplicaKind::Memory { segment, .. } => segments
+                .get(segment)
+                .is_some_and(|s| s.lifecycle.permits(Purpose::Read)),
             ReplicaKind::LocalDisk { .. } => true,
         };
         seam.decide(self.owner(), self.complete, lifecycle_ok)
@@ -86,7 +86,9 @@ impl Object {
 
     /// Has a LocalDisk replica?
     pub fn has_local_disk(&self) -> bool {
-        self.replicas.iter().any(|r| matches!(r.kind, ReplicaKind::LocalDisk { .. }))
+        self.replicas
+            .iter()
+            .any(|r| matches!(r.kind, ReplicaKind::LocalDisk { .. }))
     }
 
     /// Has a memory replica?

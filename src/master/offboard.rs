@@ -19,7 +19,11 @@ impl Master {
         for name in &names {
             let _ = self.external.delete(name);
         }
-        let (client, incarnation, at_ms) = (job.client(), job.incarnation(), self.live.clock().base().now_ms());
+        let (client, incarnation, at_ms) = (
+            job.client(),
+            job.incarnation(),
+            self.live.clock().base().now_ms(),
+        );
         if complete_client_offboarding(self.live.registry(), job) {
             self.events.push(MasterEvent::Offboarded {
                 client,
@@ -35,13 +39,21 @@ impl Master {
     fn offboard_metadata(&mut self, record: &Arc<ClientLivenessRecord>) -> Vec<String> {
         let client = record.client();
         for task in self.tasks.of_client(client) {
-            if self.tasks.get(task).is_some_and(|t| Arc::ptr_eq(&t.executor, record)) {
+            if self
+                .tasks
+                .get(task)
+                .is_some_and(|t| Arc::ptr_eq(&t.executor, record))
+            {
                 self.cancel_task(task);
             }
         }
         let mut names = Vec::new();
         for sid in self.segments.owned_by(client) {
-            if self.segments.get(sid).is_some_and(|s| Arc::ptr_eq(&s.owner, record)) {
+            if self
+                .segments
+                .get(sid)
+                .is_some_and(|s| Arc::ptr_eq(&s.owner, record))
+            {
                 names.extend(self.drop_segment(sid));
             }
         }
@@ -51,7 +63,9 @@ impl Master {
     /// `local_disk`: the LocalDisk replicas, offload and promotion work, and the registration.
     fn offboard_local_disk(&mut self, record: &Arc<ClientLivenessRecord>) {
         let client = record.client();
-        let Some(disk) = self.local_disks.get(&client) else { return };
+        let Some(disk) = self.local_disks.get(&client) else {
+            return;
+        };
         if !Arc::ptr_eq(&disk.owner, record) {
             return;
         }

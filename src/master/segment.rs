@@ -22,7 +22,10 @@ pub enum Lifecycle {
 impl Lifecycle {
     /// Does this lifecycle allow `purpose`?
     pub fn permits(self, purpose: Purpose) -> bool {
-        matches!((self, purpose), (Lifecycle::Ok, _) | (Lifecycle::Draining, Purpose::Read))
+        matches!(
+            (self, purpose),
+            (Lifecycle::Ok, _) | (Lifecycle::Draining, Purpose::Read)
+        )
     }
 }
 
@@ -88,7 +91,10 @@ impl Segments {
     pub fn insert(&mut self, segment: Segment) -> SegmentId {
         let id = SegmentId(self.slab.len() as u32);
         self.by_name.insert(segment.name.clone(), id);
-        self.by_owner.entry(segment.owner.client()).or_default().insert(id);
+        self.by_owner
+            .entry(segment.owner.client())
+            .or_default()
+            .insert(id);
         self.slab.push(Some(segment));
         id
     }
@@ -109,12 +115,17 @@ impl Segments {
 
     /// The segments a client's incarnations own (the per-owner index offboarding uses).
     pub fn owned_by(&self, client: ClientId) -> Vec<SegmentId> {
-        self.by_owner.get(&client).map(|s| s.iter().copied().collect()).unwrap_or_default()
+        self.by_owner
+            .get(&client)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Every mounted segment in name order.
     pub fn iter(&self) -> impl Iterator<Item = (SegmentId, &Segment)> {
-        self.by_name.values().filter_map(move |id| self.get(*id).map(|s| (*id, s)))
+        self.by_name
+            .values()
+            .filter_map(move |id| self.get(*id).map(|s| (*id, s)))
     }
 
     /// Number of mounted segments.

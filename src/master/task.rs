@@ -77,7 +77,10 @@ impl Tasks {
         self.next_id += 1;
         let id = self.next_id;
         let client = executor.client();
-        self.pending.entry((client, kind.offload_channel())).or_default().push_back(id);
+        self.pending
+            .entry((client, kind.offload_channel()))
+            .or_default()
+            .push_back(id);
         self.by_client.entry(client).or_default().insert(id);
         self.all.insert(
             id,
@@ -96,7 +99,11 @@ impl Tasks {
 
     /// Takes every pending task of `client` on one channel (offload or the rest), marking them delivered.
     pub fn take_pending(&mut self, client: ClientId, offload: bool) -> Vec<Task> {
-        let ids: Vec<u64> = self.pending.remove(&(client, offload)).unwrap_or_default().into();
+        let ids: Vec<u64> = self
+            .pending
+            .remove(&(client, offload))
+            .unwrap_or_default()
+            .into();
         ids.into_iter()
             .filter_map(|id| {
                 let t = self.all.get_mut(&id)?;
@@ -129,7 +136,10 @@ impl Tasks {
 
     /// Ids of every task assigned to `client` (the per-owner index offboarding uses).
     pub fn of_client(&self, client: ClientId) -> Vec<u64> {
-        self.by_client.get(&client).map(|s| s.iter().copied().collect()).unwrap_or_default()
+        self.by_client
+            .get(&client)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Pending (undelivered) tasks of `client`.

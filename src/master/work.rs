@@ -14,8 +14,16 @@ use crate::liveness::ClientId;
 
 impl Master {
     /// CopyStart (`remove_source` false) / MoveStart (true): a task for the owner of `to`.
-    pub fn replicate(&mut self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
-        let target = self.segments.id_of(to).ok_or(MasterError::SegmentNotFound)?;
+    pub fn replicate(
+        &mut self,
+        key: &str,
+        to: &str,
+        remove_source: bool,
+    ) -> Result<u64, MasterError> {
+        let target = self
+            .segments
+            .id_of(to)
+            .ok_or(MasterError::SegmentNotFound)?;
         let seam = self.seam();
         let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         let source = obj
@@ -23,7 +31,11 @@ impl Master {
             .iter()
             .find(|r| r.segment().is_some() && r.eligibility(seam, &self.segments).serves())
             .and_then(Replica::segment);
-        let kind = if remove_source { TaskKind::Move } else { TaskKind::Copy };
+        let kind = if remove_source {
+            TaskKind::Move
+        } else {
+            TaskKind::Copy
+        };
         self.start_replication(key, source, target, kind)
     }
 
@@ -43,15 +55,19 @@ impl Master {
         if obj.on_segment(target) {
             return Err(MasterError::InvalidParams);
         }
-        let source_serves = obj
-            .replicas
-            .iter()
-            .any(|r| r.segment().is_some() && r.segment() == source && r.eligibility(seam, &self.segments).serves());
+        let source_serves = obj.replicas.iter().any(|r| {
+            r.segment().is_some()
+                && r.segment() == source
+                && r.eligibility(seam, &self.segments).serves()
+        });
         if !source_serves {
             return Err(MasterError::ReplicaNotFound);
         }
         let size = obj.size;
-        let seg = self.segments.get(target).ok_or(MasterError::SegmentNotFound)?;
+        let seg = self
+            .segments
+            .get(target)
+            .ok_or(MasterError::SegmentNotFound)?;
         if !seg.eligibility(seam, Purpose::Allocate, size).serves() {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -92,7 +108,11 @@ impl Master {
     /// Task completion (`ok`) or failure callback from its executor.
     pub fn task_done(&mut self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
         let id = self.client_id(client);
-        let rec = self.live.registry().get(id).ok_or(MasterError::IllegalClient)?;
+        let rec = self
+            .live
+            .registry()
+            .get(id)
+            .ok_or(MasterError::IllegalClient)?;
         if !eligibility::accepts_callbacks(&rec) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -110,12 +130,20 @@ impl Master {
 
     /// Applies a successful task.
     fn finish_task(&mut self, id: u64) {
-        let Some(t) = self.tasks.remove(id) else { return };
-        let Some(obj) = self.objects.get_mut(&t.key) else { return };
+        let Some(t) = self.tasks.remove(id) else {
+            return;
+        };
+        let Some(obj) = self.objects.get_mut(&t.key) else {
+            return;
+        };
         let size = obj.size;
         match t.kind {
             TaskKind::Copy | TaskKind::Move | TaskKind::Promote => {
-                for r in obj.replicas.iter_mut().filter(|r| r.segment() == t.target && t.target.is_some()) {
+                for r in obj
+                    .replicas
+                    .iter_mut()
+                    .filter(|r| r.segment() == t.target && t.target.is_some())
+                {
                     r.complete = true;
                 }
             }
@@ -145,8 +173,12 @@ impl Master {
 
     /// Drops a task and whatever it had reserved (its target allocation or offload space).
     pub(super) fn cancel_task(&mut self, id: u64) {
-        let Some(t) = self.tasks.remove(id) else { return };
-        let Some(obj) = self.objects.get_mut(&t.key) else { return };
+        let Some(t) = self.tasks.remove(id) else {
+            return;
+        };
+        let Some(obj) = self.objects.get_mut(&t.key) else {
+            return;
+        };
         if matches!(t.kind, TaskKind::Copy | TaskKind::Move) {
             obj.replication_task = None;
         } else {
@@ -164,10 +196,20 @@ impl Master {
 
     /// Cancels `key`'s tasks whose source or target is `sid`.
     pub(super) fn cancel_tasks_touching(&mut self, key: &str, sid: SegmentId) {
-        let Some(obj) = self.objects.get(key) else { return };
-        let ids: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
+        let Some(obj) = self.objects.get(key) else {
+            return;
+        };
+        let ids: Vec<u64> = obj
+            .replication_task
+            .into_iter()
+            .chain(obj.tier_task)
+            .collect();
         for id in ids {
-            if self.tasks.get(id).is_some_and(|t| t.source == Some(sid) || t.target == Some(sid)) {
+            if self
+                .tasks
+                .get(id)
+                .is_some_and(|t| t.source == Some(sid) || t.target == Some(sid))
+            {
                 self.cancel_task(id);
             }
         }
@@ -177,8 +219,14 @@ impl Master {
     /// serving target (never a non-Active owner's segment). Objects with no servable source or
     /// no target stay for a later drain.
     pub fn drain(&mut self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
-        let sid = self.segments.id_of(segment).ok_or(MasterError::SegmentNotFound)?;
-        let seg = self.segments.get_mut(sid).ok_or(MasterError::SegmentNotFound)?;
+        let sid = self
+            .segments
+            .id_of(segment)
+            .ok_or(MasterError::SegmentNotFound)?;
+        let seg = self
+            .segments
+            .get_mut(sid)
+            .ok_or(MasterError::SegmentNotFound)?;
         if matches!(seg.lifecycle, Lifecycle::Mounting | Lifecycle::Unmounting) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -186,13 +234,18 @@ impl Master {
         let keys: Vec<String> = seg.keys.iter().cloned().collect();
         let mut out = Vec::new();
         for key in keys {
-            let Some(obj) = self.objects.get(&key) else { continue };
+            let Some(obj) = self.objects.get(&key) else {
+                continue;
+            };
             if obj.replication_task.is_some() || !obj.is_complete() {
                 continue;
             }
-            let exclude: Vec<SegmentId> = obj.replicas.iter().filter_map(Replica::segment).collect();
+            let exclude: Vec<SegmentId> =
+                obj.replicas.iter().filter_map(Replica::segment).collect();
             let size = obj.size;
-            let Some(target) = self.choose_segments(size, 1, &exclude).pop() else { continue };
+            let Some(target) = self.choose_segments(size, 1, &exclude).pop() else {
+                continue;
+            };
             if let Ok(task) = self.start_replication(&key, Some(sid), target, TaskKind::Move) {
                 out.push(TaskDesc {
                     task,
@@ -210,7 +263,10 @@ impl Master {
     /// admitted for it; work already queued waits for recovery.
     pub fn offload_heartbeat(&mut self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
         let id = self.client_id(client);
-        let disk = self.local_disks.get(&id).ok_or(MasterError::SegmentNotFound)?;
+        let disk = self
+            .local_disks
+            .get(&id)
+            .ok_or(MasterError::SegmentNotFound)?;
         if !eligibility::accepts_callbacks(&disk.owner) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -225,14 +281,18 @@ impl Master {
         let seam = self.seam();
         let mut candidates = Vec::new();
         for sid in self.segments.owned_by(id) {
-            let Some(seg) = self.segments.get(sid) else { continue };
+            let Some(seg) = self.segments.get(sid) else {
+                continue;
+            };
             for key in &seg.keys {
-                let Some(obj) = self.objects.get(key) else { continue };
-                let servable = obj
-                    .replicas
-                    .iter()
-                    .any(|r| r.segment() == Some(sid) && r.eligibility(seam, &self.segments).serves());
-                if servable && obj.is_complete() && !obj.has_local_disk() && obj.tier_task.is_none() {
+                let Some(obj) = self.objects.get(key) else {
+                    continue;
+                };
+                let servable = obj.replicas.iter().any(|r| {
+                    r.segment() == Some(sid) && r.eligibility(seam, &self.segments).serves()
+                });
+                if servable && obj.is_complete() && !obj.has_local_disk() && obj.tier_task.is_none()
+                {
                     candidates.push((key.clone(), obj.size));
                 }
             }
@@ -240,13 +300,17 @@ impl Master {
         candidates.sort();
         candidates.dedup();
         for (key, size) in candidates {
-            let Some(disk) = self.local_disks.get_mut(&id) else { return };
+            let Some(disk) = self.local_disks.get_mut(&id) else {
+                return;
+            };
             if disk.used + size > disk.capacity {
                 continue;
             }
             disk.used += size;
             let owner = disk.owner.clone();
-            let task = self.tasks.submit(TaskKind::Offload, &key, owner, None, None);
+            let task = self
+                .tasks
+                .submit(TaskKind::Offload, &key, owner, None, None);
             if let Some(o) = self.objects.get_mut(&key) {
                 o.tier_task = Some(task);
             }
@@ -271,9 +335,14 @@ impl Master {
         }
         let executor = holder.owner().clone();
         let size = obj.size;
-        let target = self.choose_segments(size, 1, &[]).pop().ok_or(MasterError::NoAvailableHandle)?;
+        let target = self
+            .choose_segments(size, 1, &[])
+            .pop()
+            .ok_or(MasterError::NoAvailableHandle)?;
         let replica = self.allocate_on(target, key, size);
-        let id = self.tasks.submit(TaskKind::Promote, key, executor, None, Some(target));
+        let id = self
+            .tasks
+            .submit(TaskKind::Promote, key, executor, None, Some(target));
         let obj = self.objects.get_mut(key).expect("checked above");
         obj.replicas.push(replica);
         obj.tier_task = Some(id);

@@ -1,0 +1,386 @@
+//! The reference master's routing paths while an owner is Suspected, after recovery, and after
+//! Offline (invariants 9-11, 13, 14, 16; decisions.md questions 1 and 2).
+
+use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, ReplicaDesc};
+use mooncake_liveness::{Clock, LivenessConfig, LivenessState, ManualClock, PingStatus};
+use std::sync::Arc;
+
+struct M {
+    clock: Arc<ManualClock>,
+    m: Master,
+    next_tick: u64,
+}
+
+impl M {
+    fn new() -> Self {
+        Self::with(MasterOptions::default())
+    }
+
+    fn with(options: MasterOptions) -> Self {
+        let clock = Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 10_000,
+            suspicion_ttl_ms: 20_000,
+            stall_bound_ms: 5_000,
+            ..LivenessConfig::default()
+        };
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
+        Self {
+            clock,
+            m,
+            next_tick: 100,
+        }
+    }
+
+    /// Runs ticks up to t, then sets the clock to t.
+    fn at(&mut self, t: u64) -> &mut Master {
+        while self.next_tick <= t {
+            self.clock.set_ms(self.next_tick);
+            self.m.tick();
+            self.next_tick += 100;
+        }
+        self.clock.set_ms(t);
+        &mut self.m
+    }
+
+    fn state(&self, client: &str) -> Option<LivenessState> {
+        self.m
+            .query(Some(client), None)
+            .clients
+            .first()
+            .map(|c| c.state)
+    }
+}
+
+fn segs(r: &[ReplicaDesc]) -> Vec<&str> {
+    r.iter().map(|d| d.segment.as_str()).collect()
+}
+
+/// c1 owns s1, c2 owns s2; both ready. c1 then goes silent, c2 keeps pinging.
+fn two_clients() -> M {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).mount("c2", "s2", 1_000).unwrap();
+    m.at(0).remount("c1", &[]).unwrap();
+    m.at(0).remount("c2", &[]).unwrap();
+    m
+}
+
+fn keep_c2_alive(m: &mut M, until: u64) {
+    let mut t = m.clock.now_ms() / 1_000 * 1_000 + 1_000;
+    while t <= until {
+        m.at(t).ping("c2");
+        t += 1_000;
+    }
+}
+
+#[test]
+fn suspected_owner_is_never_allocated_and_all_suspected_is_no_handle() {
+    let mut m = two_clients();
+    keep_c2_alive(&mut m, 10_000);
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    for i in 0..4 {
+        let r = m.at(10_500).put(&format!("k{i}"), 10, 1).unwrap();
+        assert_eq!(segs(&r), ["s2"], "allocated on a Suspected owner's segment");
+    }
+    // Two replicas asked, one serving segment: best effort gives one.
+    assert_eq!(segs(&m.at(10_500).put("two", 10, 2).unwrap()), ["s2"]);
+    m.at(20_000);
+    assert_eq!(m.state("c2"), Some(LivenessState::Suspected));
+    assert_eq!(
+        m.at(20_000).put("x", 10, 1),
+        Err(MasterError::NoAvailableHandle)
+    );
+}
+
+#[test]
+fn get_hides_a_suspected_owners_replicas_and_serves_them_after_recovery() {
+    let mut m = two_clients();
+    m.at(500).put("k", 10, 2).unwrap();
+    m.at(500).put_end("k").unwrap();
+    keep_c2_alive(&mut m, 10_500);
+    assert_eq!(segs(&m.at(10_500).get("k").unwrap()), ["s2"]);
+    m.at(20_500); // c2 stops too
+    assert_eq!(m.at(20_500).get("k"), Err(MasterError::ReplicaIsNotReady));
+    assert_eq!(
+        m.at(21_000).ping("c1"),
+        PingStatus::Ok,
+        "recovered and ready"
+    );
+    assert_eq!(segs(&m.at(21_000).get("k").unwrap()), ["s1"]);
+    m.at(21_000).ping("c2");
+    assert_eq!(segs(&m.at(21_000).get("k").unwrap()), ["s1", "s2"]);
+    let recoveries =
+        m.m.take_events()
+            .into_iter()
+            .filter(|e| matches!(e, MasterEvent::Transition(t) if t.to == LivenessState::Active))
+            .count();
+    assert_eq!(recoveries, 2);
+}
+
+#[test]
+fn end_and_revoke_are_accepted_while_the_owner_is_suspected() {
+    let mut m = two_clients();
+    m.at(500).put("a", 10, 1).unwrap();
+    m.at(500).put("b", 10, 1).unwrap();
+    m.at(10_500);
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    m.at(10_500).put_end("a").unwrap();
+    m.at(10_500).put_revoke("b").unwrap();
+    assert_eq!(m.m.quota_used(), 10);
+    assert_eq!(m.at(10_500).get("b"), Err(MasterError::ObjectNotFound));
+}
+
+#[test]
+fn copy_move_never_use_a_suspected_source_target_or_executor() {
+    let mut m = two_clients();
+    m.at(500).put("k", 10, 1).unwrap(); // on s1 (tie: name order)
+    m.at(500).put_end("k").unwrap();
+    keep_c2_alive(&mut m, 10_500);
+    // Source on Suspected c1.
+    assert_eq!(
+        m.at(10_500).replicate("k", "s2", false),
+        Err(MasterError::ReplicaNotFound)
+    );
+    // Target/executor Suspected.
+    m.at(10_500).put("k2", 10, 1).unwrap(); // lands on s2
+    m.at(10_500).put_end("k2").unwrap();
+    assert_eq!(
+        m.at(10_500).replicate("k2", "s1", true),
+        Err(MasterError::UnavailableInCurrentStatus)
+    );
+    m.at(11_000).ping("c1");
+    let task = m.at(11_000).replicate("k2", "s1", false).unwrap();
+    assert!(task > 0);
+}
+
+#[test]
+fn tasks_are_held_while_suspected_and_delivered_after_recovery() {
+    let mut m = two_clients();
+    m.at(500).put("k", 10, 1).unwrap();
+    m.at(500).put_end("k").unwrap();
+    let r = m.at(500).get("k").unwrap();
+    let (src, dst, exec) = if r[0].segment == "s1" {
+        ("s1", "s2", "c2")
+    } else {
+        ("s2", "s1", "c1")
+    };
+    let _ = src;
+    let task = m.at(500).replicate("k", dst, false).unwrap();
+    m.at(11_000); // both silent: both Suspected
+    assert!(
+        m.at(11_000).fetch_tasks(exec).is_empty(),
+        "delivered to a Suspected client"
+    );
+    // Completion of work handed out earlier is still accepted (not here: not delivered yet).
+    m.at(11_500).ping(exec);
+    let got = m.at(11_500).fetch_tasks(exec);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].task, task);
+    m.at(11_600).task_done(exec, task, true).unwrap();
+}
+
+#[test]
+fn callbacks_from_suspected_accepted_from_offline_or_unknown_refused() {
+    let mut m = two_clients();
+    m.at(500).put("k", 10, 1).unwrap();
+    m.at(500).put_end("k").unwrap();
+    let t = m.at(500).replicate("k", "s2", false).unwrap(); // executor c2
+    assert_eq!(m.at(600).fetch_tasks("c2").len(), 1);
+    m.at(11_000);
+    assert_eq!(m.state("c2"), Some(LivenessState::Suspected));
+    assert_eq!(m.at(11_000).task_done("c2", t, false), Ok(()));
+    let t = {
+        m.at(11_100).ping("c1");
+        m.at(11_100).ping("c2");
+        m.at(11_100).replicate("k", "s2", false).unwrap()
+    };
+    assert_eq!(
+        m.at(11_200).task_done("nobody", t, true),
+        Err(MasterError::IllegalClient)
+    );
+    assert_eq!(
+        m.at(11_200).task_done("c1", t, true),
+        Err(MasterError::IllegalClient)
+    );
+    m.at(21_100); // c2 Suspected at 21_100
+    m.at(41_100); // Offline and offboarded
+    assert_eq!(
+        m.at(41_200).task_done("c2", t, true),
+        Err(MasterError::IllegalClient)
+    );
+}
+
+#[test]
+fn drain_never_selects_a_suspected_owners_segment() {
+    let mut m = M::new();
+    for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3")] {
+        m.at(0).mount(c, s, 1_000).unwrap();
+    }
+    m.at(0).put("k", 10, 1).unwrap(); // s1
+    m.at(0).put_end("k").unwrap();
+    // c2 goes silent; c1 and c3 stay.
+    let mut t = 1_000;
+    while t <= 10_000 {
+        m.at(t).ping("c1");
+        m.at(t).ping("c3");
+        t += 1_000;
+    }
+    assert_eq!(m.state("c2"), Some(LivenessState::Suspected));
+    let tasks = m.at(10_000).drain("s1").unwrap();
+    assert_eq!(tasks.len(), 1);
+    let q = m.m.query(None, Some("s3")).segment.unwrap();
+    assert_eq!(
+        q.used, 10,
+        "the move target must be s3, the only Active non-source segment"
+    );
+    assert_eq!(
+        m.at(10_000).put("new", 10, 3).map(|r| segs(&r).len()),
+        Ok(1),
+        "s1 drains, s2 is Suspected"
+    );
+}
+
+#[test]
+fn offload_is_held_while_suspected_and_resumes_after_recovery() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).mount_local_disk("c1", 1_000).unwrap();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    m.at(10_000);
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    assert_eq!(m.at(10_000).offload_heartbeat("c1"), Ok(vec![]));
+    m.at(10_500).ping("c1");
+    let tasks = m.at(10_500).offload_heartbeat("c1").unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].kind, "offload");
+    m.at(10_600).task_done("c1", tasks[0].task, true).unwrap();
+    let r = m.at(10_600).get("k").unwrap();
+    assert_eq!(segs(&r), ["s1", "local_disk:c1"]);
+}
+
+#[test]
+fn promotion_needs_an_active_local_disk_owner() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).mount_local_disk("c1", 1_000).unwrap();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    let t = m.at(0).offload_heartbeat("c1").unwrap()[0].task;
+    m.at(0).task_done("c1", t, true).unwrap();
+    m.at(0).unmount("c1", "s1").unwrap(); // only the LocalDisk replica is left
+    assert_eq!(segs(&m.at(0).get("k").unwrap()), ["local_disk:c1"]);
+    m.at(0).mount("c2", "s2", 1_000).unwrap();
+    m.at(9_000).ping("c2");
+    m.at(10_000);
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    assert_eq!(
+        m.at(10_000).promote("k"),
+        Err(MasterError::UnavailableInCurrentStatus)
+    );
+    m.at(10_100).ping("c1");
+    m.at(10_100).ping("c2");
+    let task = m.at(10_100).promote("k").unwrap();
+    let fetched = m.at(10_100).fetch_tasks("c1");
+    assert_eq!((fetched[0].task, fetched[0].kind), (task, "promote"));
+}
+
+#[test]
+fn offline_owner_is_offboarded_completely_and_the_barrier_holds_until_then() {
+    let mut m = two_clients();
+    m.at(0).mount_local_disk("c1", 1_000).unwrap();
+    m.at(500).put("k", 10, 2).unwrap();
+    m.at(500).put_end("k").unwrap();
+    m.at(500).put("only1", 10, 1).unwrap(); // s1 (more free after k? both equal: name order)
+    keep_c2_alive(&mut m, 40_000);
+    // c1: Suspected at 10_000, Offline at 30_000, offboarded synchronously at that tick.
+    let events = m.m.take_events();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, MasterEvent::Offboarded { attempts: 1, .. })));
+    assert_eq!(m.state("c1"), None, "record erased after the job");
+    assert!(m.m.segments().id_of("s1").is_none(), "segment unmounted");
+    assert!(!m.m.external_metadata().contains("s1"));
+    assert!(m.m.external_metadata().contains("s2"));
+    assert!(m.m.local_disks().is_empty());
+    assert_eq!(segs(&m.at(40_000).get("k").unwrap()), ["s2"]);
+    assert_eq!(m.at(40_000).get("only1"), Err(MasterError::ObjectNotFound));
+    // Quota equals what remains.
+    let remaining: u64 =
+        m.m.objects()
+            .values()
+            .map(|o| o.size * o.replicas.len() as u64)
+            .sum();
+    assert_eq!(m.m.quota_used(), remaining);
+    // A new incarnation.
+    m.at(40_000).mount("c1", "s1", 1_000).unwrap();
+    assert_eq!(m.m.query(Some("c1"), None).clients[0].incarnation, 2);
+}
+
+#[test]
+fn segment_name_held_by_another_client_is_refused_without_a_record() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    assert_eq!(
+        m.at(0).mount("c2", "s1", 1_000),
+        Err(MasterError::InvalidParams)
+    );
+    assert_eq!(m.state("c2"), None, "a failed first mount created a record");
+    assert_eq!(
+        m.at(0).mount("c3", "s3", 0),
+        Err(MasterError::InvalidParams)
+    );
+    assert_eq!(m.state("c3"), None);
+    assert_eq!(
+        m.at(0).mount("c1", "s1", 1_000),
+        Ok(()),
+        "idempotent already-mounted"
+    );
+}
+
+#[test]
+fn new_incarnation_never_revives_old_resources() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(30_000);
+    let rec1 =
+        m.m.liveness()
+            .registry()
+            .get(mooncake_liveness::ClientId(1));
+    assert!(rec1.is_none(), "offboarded");
+    m.at(30_000).mount("c1", "s9", 1_000).unwrap();
+    let q = m.m.query(None, Some("s9")).segment.unwrap();
+    assert_eq!(q.incarnation, 2);
+    assert!(m.m.segments().id_of("s1").is_none());
+}
+
+#[test]
+fn with_every_owner_active_liveness_changes_no_result() {
+    let run = |seam_disabled: bool| {
+        let mut m = M::with(MasterOptions {
+            seam_disabled,
+            strategy: mooncake_liveness::master::AllocationStrategy::Random,
+            seed: 42,
+        });
+        let mut out = Vec::new();
+        for i in 0..5 {
+            m.at(0)
+                .mount(&format!("c{i}"), &format!("s{i}"), 10_000)
+                .unwrap();
+        }
+        for k in 0..200u64 {
+            let t = k * 10;
+            for i in 0..5 {
+                if k % 50 == 0 {
+                    m.at(t).ping(&format!("c{i}"));
+                }
+            }
+            out.push(format!("{:?}", m.at(t).put(&format!("k{k}"), 1 + k % 7, 2)));
+            let _ = m.at(t).put_end(&format!("k{k}"));
+            out.push(format!("{:?}", m.at(t).get(&format!("k{}", k / 2))));
+        }
+        out
+    };
+    assert_eq!(run(false), run(true));
+}
