@@ -52,9 +52,7 @@ pub struct SystemClock {
 impl SystemClock {
     /// A clock whose epoch is now.
     pub fn new() -> Self {
-        Self {
-            start: Instant::now(),
-        }
+        Self { start: Instant::now() }
     }
 }
 
@@ -156,18 +154,8 @@ mod tests {
 
     #[test]
     fn tick_of_ms_floors() {
-        for (ms, tick_ms, want) in [
-            (0, 100, 0),
-            (99, 100, 0),
-            (100, 100, 1),
-            (250, 100, 2),
-            (7, 0, 7),
-        ] {
-            assert_eq!(
-                Tick::of_ms(ms, tick_ms),
-                Tick(want),
-                "ms={ms} tick_ms={tick_ms}"
-            );
+        for (ms, tick_ms, want) in [(0, 100, 0), (99, 100, 0), (100, 100, 1), (250, 100, 2), (7, 0, 7)] {
+            assert_eq!(Tick::of_ms(ms, tick_ms), Tick(want), "ms={ms} tick_ms={tick_ms}");
         }
     }
 

@@ -208,10 +208,7 @@ impl LivenessConfig {
             ("suspicion_ttl_ms", self.suspicion_ttl_ms),
             ("monitor_tick_ms", self.monitor_tick_ms),
             ("stall_bound_ms", self.stall_bound_ms),
-            (
-                "offboarding_retry_backoff_ms",
-                self.offboarding_retry_backoff_ms,
-            ),
+            ("offboarding_retry_backoff_ms", self.offboarding_retry_backoff_ms),
             (
                 "offboarding_retry_max_backoff_ms",
                 self.offboarding_retry_max_backoff_ms,
@@ -219,25 +216,13 @@ impl LivenessConfig {
             ("shutdown_drain_ms", self.shutdown_drain_ms),
         ];
         for (key, ms) in durations {
-            check_whole(
-                key,
-                ms as u128,
-                Some(MAX_DURATION_MS),
-                "ms",
-                &ms.to_string(),
-            )?;
+            check_whole(key, ms as u128, Some(MAX_DURATION_MS), "ms", &ms.to_string())?;
         }
         let counts = [
             ("offboarding_workers", self.offboarding_workers as u128),
-            (
-                "offboarding_batch_size",
-                self.offboarding_batch_size as u128,
-            ),
+            ("offboarding_batch_size", self.offboarding_batch_size as u128),
             ("offboarding_burst", u128::from(self.offboarding_burst)),
-            (
-                "mass_suspicion_min_clients",
-                self.mass_suspicion_min_clients as u128,
-            ),
+            ("mass_suspicion_min_clients", self.mass_suspicion_min_clients as u128),
         ];
         for (key, n) in counts {
             check_whole(key, n, None, "", &n.to_string())?;
@@ -373,8 +358,7 @@ impl RawConfig {
 
     /// Parses a YAML mapping (`client_active_ttl_sec: 30`). An empty document is an empty source.
     pub fn from_yaml_str(s: &str) -> Result<Self, ConfigError> {
-        let v: serde_yaml::Value =
-            serde_yaml::from_str(s).map_err(|e| parse_error("YAML", e.to_string()))?;
+        let v: serde_yaml::Value = serde_yaml::from_str(s).map_err(|e| parse_error("YAML", e.to_string()))?;
         let map = yaml_top_level(v).map_err(|m| parse_error("YAML", m))?;
         Ok(Self { map })
     }
@@ -383,17 +367,11 @@ impl RawConfig {
     pub fn from_json_value(v: &Value) -> Result<Self, ConfigError> {
         match v {
             Value::Object(m) => Ok(Self {
-                map: m
-                    .iter()
-                    .map(|(k, v)| (k.clone(), RawValue::Json(v.clone())))
-                    .collect(),
+                map: m.iter().map(|(k, v)| (k.clone(), RawValue::Json(v.clone()))).collect(),
             }),
             other => Err(parse_error(
                 "JSON",
-                format!(
-                    "expected an object of configuration keys, got {}",
-                    json_kind(other)
-                ),
+                format!("expected an object of configuration keys, got {}", json_kind(other)),
             )),
         }
     }
@@ -404,26 +382,18 @@ impl RawConfig {
             path: path.to_path_buf(),
             source,
         })?;
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
+        let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
         let parsed = match ext.as_deref() {
             Some("json") => Self::from_json_str(&text),
             Some("yaml" | "yml") => Self::from_yaml_str(&text),
             _ => Self::from_json_str(&text).or_else(|json_err| {
                 Self::from_yaml_str(&text).map_err(|yaml_err| {
-                    parse_error(
-                        "JSON or YAML",
-                        format!("not JSON ({json_err}); not YAML ({yaml_err})"),
-                    )
+                    parse_error("JSON or YAML", format!("not JSON ({json_err}); not YAML ({yaml_err})"))
                 })
             }),
         };
         parsed.map_err(|e| match e {
-            ConfigError::Parse {
-                format, message, ..
-            } => ConfigError::Parse {
+            ConfigError::Parse { format, message, .. } => ConfigError::Parse {
                 path: Some(path.to_path_buf()),
                 format,
                 message,
@@ -548,12 +518,7 @@ fn yaml_to_json(v: serde_yaml::Value) -> Value {
         Y::Sequence(s) => Value::Array(s.into_iter().map(yaml_to_json).collect()),
         Y::Mapping(m) => Value::Object(
             m.into_iter()
-                .map(|(k, v)| {
-                    (
-                        yaml_key(k).unwrap_or_else(|_| "?".to_owned()),
-                        yaml_to_json(v),
-                    )
-                })
+                .map(|(k, v)| (yaml_key(k).unwrap_or_else(|_| "?".to_owned()), yaml_to_json(v)))
                 .collect(),
         ),
         Y::Tagged(t) => yaml_to_json(t.value),
@@ -582,10 +547,7 @@ impl CliOverrides {
         let typed = [
             (keys::CLIENT_TTL, self.client_ttl),
             (keys::CLIENT_ACTIVE_TTL_SEC, self.client_active_ttl_sec),
-            (
-                keys::CLIENT_SUSPICION_TTL_SEC,
-                self.client_suspicion_ttl_sec,
-            ),
+            (keys::CLIENT_SUSPICION_TTL_SEC, self.client_suspicion_ttl_sec),
         ];
         for (key, v) in typed {
             if let Some(v) = v {
@@ -619,8 +581,7 @@ pub fn resolve(file: Option<&RawConfig>, cli: &CliOverrides) -> Result<Resolved,
     let file_active = choose_within(file.active, Source::File, &mut warnings);
     let cli_active = choose_within(cli.active, Source::Cli, &mut warnings);
     let any_active = file_active.is_some() || cli_active.is_some();
-    let active_ttl_ms =
-        merge(cli_active, file_active, &mut warnings).unwrap_or(DEFAULT_ACTIVE_TTL_MS);
+    let active_ttl_ms = merge(cli_active, file_active, &mut warnings).unwrap_or(DEFAULT_ACTIVE_TTL_MS);
     let inherited = if any_active {
         active_ttl_ms
     } else {
@@ -633,36 +594,25 @@ pub fn resolve(file: Option<&RawConfig>, cli: &CliOverrides) -> Result<Resolved,
     let config = LivenessConfig {
         active_ttl_ms,
         suspicion_ttl_ms,
-        monitor_tick_ms: merge(cli.monitor_tick_ms, file.monitor_tick_ms, w)
-            .unwrap_or(d.monitor_tick_ms),
-        stall_bound_ms: merge(cli.stall_bound_ms, file.stall_bound_ms, w)
-            .unwrap_or((active_ttl_ms / 2).max(1)),
+        monitor_tick_ms: merge(cli.monitor_tick_ms, file.monitor_tick_ms, w).unwrap_or(d.monitor_tick_ms),
+        stall_bound_ms: merge(cli.stall_bound_ms, file.stall_bound_ms, w).unwrap_or((active_ttl_ms / 2).max(1)),
         stall_brake: merge(cli.stall_brake, file.stall_brake, w).unwrap_or(d.stall_brake),
-        offboarding_mode: merge(cli.offboarding_mode, file.offboarding_mode, w)
-            .unwrap_or(d.offboarding_mode),
+        offboarding_mode: merge(cli.offboarding_mode, file.offboarding_mode, w).unwrap_or(d.offboarding_mode),
         offboarding_workers: merge(cli.offboarding_workers, file.offboarding_workers, w)
             .unwrap_or(d.offboarding_workers),
         offboarding_batch_size: merge(cli.offboarding_batch_size, file.offboarding_batch_size, w)
             .unwrap_or(d.offboarding_batch_size),
         offboarding_retry_backoff_ms: merge(cli.retry_backoff_ms, file.retry_backoff_ms, w)
             .unwrap_or(d.offboarding_retry_backoff_ms),
-        offboarding_retry_max_backoff_ms: merge(
-            cli.retry_max_backoff_ms,
-            file.retry_max_backoff_ms,
-            w,
-        )
-        .unwrap_or(d.offboarding_retry_max_backoff_ms),
-        offboarding_rate_per_sec: merge(cli.rate_per_sec, file.rate_per_sec, w)
-            .unwrap_or(d.offboarding_rate_per_sec),
+        offboarding_retry_max_backoff_ms: merge(cli.retry_max_backoff_ms, file.retry_max_backoff_ms, w)
+            .unwrap_or(d.offboarding_retry_max_backoff_ms),
+        offboarding_rate_per_sec: merge(cli.rate_per_sec, file.rate_per_sec, w).unwrap_or(d.offboarding_rate_per_sec),
         offboarding_burst: merge(cli.burst, file.burst, w).unwrap_or(d.offboarding_burst),
-        mass_suspicion_brake: merge(cli.mass_brake, file.mass_brake, w)
-            .unwrap_or(d.mass_suspicion_brake),
+        mass_suspicion_brake: merge(cli.mass_brake, file.mass_brake, w).unwrap_or(d.mass_suspicion_brake),
         mass_suspicion_min_clients: merge(cli.mass_min_clients, file.mass_min_clients, w)
             .unwrap_or(d.mass_suspicion_min_clients),
-        mass_suspicion_fraction: merge(cli.mass_fraction, file.mass_fraction, w)
-            .unwrap_or(d.mass_suspicion_fraction),
-        shutdown_drain_ms: merge(cli.shutdown_drain_ms, file.shutdown_drain_ms, w)
-            .unwrap_or(d.shutdown_drain_ms),
+        mass_suspicion_fraction: merge(cli.mass_fraction, file.mass_fraction, w).unwrap_or(d.mass_suspicion_fraction),
+        shutdown_drain_ms: merge(cli.shutdown_drain_ms, file.shutdown_drain_ms, w).unwrap_or(d.shutdown_drain_ms),
     };
     config.validate()?;
     Ok(Resolved {
@@ -747,11 +697,7 @@ struct Partial {
 }
 
 /// Parses and validates every known key of one source; warns about the unknown ones.
-fn parse_source(
-    raw: &RawConfig,
-    source: Source,
-    warnings: &mut Warnings,
-) -> Result<Partial, ConfigError> {
+fn parse_source(raw: &RawConfig, source: Source, warnings: &mut Warnings) -> Result<Partial, ConfigError> {
     let mut p = Partial::default();
     let mut ranked = Vec::new();
     for (key, value) in &raw.map {
@@ -766,27 +712,15 @@ fn parse_source(
             keys::STALL_BOUND_MS => p.stall_bound_ms = Some(given(k, value, parse_ms)?),
             keys::STALL_BRAKE => p.stall_brake = Some(given(k, value, parse_bool)?),
             keys::OFFBOARDING_MODE => p.offboarding_mode = Some(given(k, value, parse_mode)?),
-            keys::OFFBOARDING_WORKERS => {
-                p.offboarding_workers = Some(given(k, value, parse_count)?)
-            }
-            keys::OFFBOARDING_BATCH_SIZE => {
-                p.offboarding_batch_size = Some(given(k, value, parse_count)?)
-            }
-            keys::OFFBOARDING_RETRY_BACKOFF_MS => {
-                p.retry_backoff_ms = Some(given(k, value, parse_ms)?)
-            }
-            keys::OFFBOARDING_RETRY_MAX_BACKOFF_MS => {
-                p.retry_max_backoff_ms = Some(given(k, value, parse_ms)?)
-            }
+            keys::OFFBOARDING_WORKERS => p.offboarding_workers = Some(given(k, value, parse_count)?),
+            keys::OFFBOARDING_BATCH_SIZE => p.offboarding_batch_size = Some(given(k, value, parse_count)?),
+            keys::OFFBOARDING_RETRY_BACKOFF_MS => p.retry_backoff_ms = Some(given(k, value, parse_ms)?),
+            keys::OFFBOARDING_RETRY_MAX_BACKOFF_MS => p.retry_max_backoff_ms = Some(given(k, value, parse_ms)?),
             keys::OFFBOARDING_RATE_PER_SEC => p.rate_per_sec = Some(given(k, value, parse_rate)?),
             keys::OFFBOARDING_BURST => p.burst = Some(given(k, value, parse_count_u64)?),
             keys::MASS_SUSPICION_BRAKE => p.mass_brake = Some(given(k, value, parse_bool)?),
-            keys::MASS_SUSPICION_MIN_CLIENTS => {
-                p.mass_min_clients = Some(given(k, value, parse_count)?)
-            }
-            keys::MASS_SUSPICION_FRACTION => {
-                p.mass_fraction = Some(given(k, value, parse_fraction)?)
-            }
+            keys::MASS_SUSPICION_MIN_CLIENTS => p.mass_min_clients = Some(given(k, value, parse_count)?),
+            keys::MASS_SUSPICION_FRACTION => p.mass_fraction = Some(given(k, value, parse_fraction)?),
             keys::SHUTDOWN_DRAIN_MS => p.shutdown_drain_ms = Some(given(k, value, parse_ms)?),
             _ => warnings.push(format!("unknown key ignored: {k}")),
         }
@@ -808,11 +742,7 @@ fn given<T>(
 
 /// Within one source the first (canonical) value wins; a different shadowed value is warned
 /// about.
-fn choose_within(
-    candidates: Vec<Given<u64>>,
-    source: Source,
-    warnings: &mut Warnings,
-) -> Option<Given<u64>> {
+fn choose_within(candidates: Vec<Given<u64>>, source: Source, warnings: &mut Warnings) -> Option<Given<u64>> {
     let mut it = candidates.into_iter();
     let first = it.next()?;
     for other in it {
@@ -833,11 +763,7 @@ fn choose_within(
 }
 
 /// The command line beats the file; overriding a different value is warned about.
-fn merge<T: PartialEq>(
-    cli: Option<Given<T>>,
-    file: Option<Given<T>>,
-    warnings: &mut Warnings,
-) -> Option<T> {
+fn merge<T: PartialEq>(cli: Option<Given<T>>, file: Option<Given<T>>, warnings: &mut Warnings) -> Option<T> {
     match (cli, file) {
         (Some(c), Some(f)) => {
             if c.value != f.value {
@@ -959,33 +885,20 @@ fn parse_secs(key: &str, v: &RawValue, shown: &str) -> Result<u64, ConfigError> 
 }
 
 /// A positive whole number (`100` or `100.0`), as `u128` so every input fits.
-fn parse_whole(
-    key: &str,
-    v: &RawValue,
-    shown: &str,
-    expected: &'static str,
-) -> Result<u128, ConfigError> {
+fn parse_whole(key: &str, v: &RawValue, shown: &str, expected: &'static str) -> Result<u128, ConfigError> {
     match number(v).ok_or_else(|| wrong_type(key, expected, shown))? {
         Num::Int(n) if n <= 0 => Err(non_positive(key, shown)),
         Num::Int(n) => Ok(n as u128),
         Num::Float(f) if !f.is_finite() => Err(not_finite(key, shown)),
         Num::Float(f) if f <= 0.0 => Err(non_positive(key, shown)),
-        Num::Float(f) if f.fract() != 0.0 => {
-            Err(invalid(key, "must be a whole number".to_owned(), shown))
-        }
+        Num::Float(f) if f.fract() != 0.0 => Err(invalid(key, "must be a whole number".to_owned(), shown)),
         // Saturating float → int cast; values beyond u128 are rejected by the range check.
         Num::Float(f) => Ok(f as u128),
     }
 }
 
 /// Checks a whole number is ≥ 1 and at most `max` (`unit` names the unit in the message).
-fn check_whole(
-    key: &str,
-    n: u128,
-    max: Option<u64>,
-    unit: &str,
-    shown: &str,
-) -> Result<(), ConfigError> {
+fn check_whole(key: &str, n: u128, max: Option<u64>, unit: &str, shown: &str) -> Result<(), ConfigError> {
     if n == 0 {
         return Err(non_positive(key, shown));
     }
@@ -1025,17 +938,9 @@ fn parse_bool(key: &str, v: &RawValue, shown: &str) -> Result<bool, ConfigError>
 
 fn parse_mode(key: &str, v: &RawValue, shown: &str) -> Result<OffboardingMode, ConfigError> {
     match v {
-        RawValue::Json(Value::String(s)) if s.eq_ignore_ascii_case("sync") => {
-            Ok(OffboardingMode::Sync)
-        }
-        RawValue::Json(Value::String(s)) if s.eq_ignore_ascii_case("async") => {
-            Ok(OffboardingMode::Async)
-        }
-        RawValue::Json(Value::String(_)) => Err(invalid(
-            key,
-            "must be \"sync\" or \"async\"".to_owned(),
-            shown,
-        )),
+        RawValue::Json(Value::String(s)) if s.eq_ignore_ascii_case("sync") => Ok(OffboardingMode::Sync),
+        RawValue::Json(Value::String(s)) if s.eq_ignore_ascii_case("async") => Ok(OffboardingMode::Async),
+        RawValue::Json(Value::String(_)) => Err(invalid(key, "must be \"sync\" or \"async\"".to_owned(), shown)),
         _ => Err(wrong_type(key, "\"sync\" or \"async\"", shown)),
     }
 }
@@ -1157,10 +1062,7 @@ pub fn fuzz_config_parse(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let parsed = [
-        RawConfig::from_json_str(text),
-        RawConfig::from_yaml_str(text),
-    ];
+    let parsed = [RawConfig::from_json_str(text), RawConfig::from_yaml_str(text)];
     for raw in parsed.into_iter().flatten() {
         let _ = resolve(Some(&raw), &CliOverrides::default());
         let cli = CliOverrides {
@@ -1202,10 +1104,7 @@ mod tests {
             (json!(-5), "k must be > 0, got -5"),
             (json!(-0.5), "k must be > 0, got -0.5"),
             (json!(0.0), "k must be > 0, got 0.0"),
-            (
-                json!(0.0004),
-                "k must be at least 0.001 s (1 ms), got 0.0004",
-            ),
+            (json!(0.0004), "k must be at least 0.001 s (1 ms), got 0.0004"),
             (
                 json!(315_360_001),
                 "k must be at most 315360000 s (10 years), got 315360001",
@@ -1226,18 +1125,11 @@ mod tests {
 
     #[test]
     fn non_finite_seconds_are_named() {
-        for (f, shown) in [
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "inf"),
-            (f64::NEG_INFINITY, "-inf"),
-        ] {
+        for (f, shown) in [(f64::NAN, "NaN"), (f64::INFINITY, "inf"), (f64::NEG_INFINITY, "-inf")] {
             let raw = RawValue::NonFinite(f);
             let err = parse_secs("k", &raw, &show_value(&raw)).unwrap_err();
             assert!(matches!(err, ConfigError::NotFinite { .. }), "{err:?}");
-            assert_eq!(
-                err.to_string(),
-                format!("k must be a finite number, got {shown}")
-            );
+            assert_eq!(err.to_string(), format!("k must be a finite number, got {shown}"));
         }
     }
 
@@ -1253,14 +1145,8 @@ mod tests {
             ms(json!(100.5)).unwrap_err().to_string(),
             "m must be a whole number, got 100.5"
         );
-        assert_eq!(
-            ms(json!(0)).unwrap_err().to_string(),
-            "m must be > 0, got 0"
-        );
-        assert_eq!(
-            ms(json!(-3)).unwrap_err().to_string(),
-            "m must be > 0, got -3"
-        );
+        assert_eq!(ms(json!(0)).unwrap_err().to_string(), "m must be > 0, got 0");
+        assert_eq!(ms(json!(-3)).unwrap_err().to_string(), "m must be > 0, got -3");
         assert!(ms(json!(1e30)).unwrap_err().to_string().contains("at most"));
         assert!(ms(json!(i64::MIN)).is_err());
         assert_eq!(
@@ -1272,15 +1158,9 @@ mod tests {
     #[test]
     fn yaml_specials_and_shapes() {
         let raw = RawConfig::from_yaml_str("client_active_ttl_sec: .inf\nx: .nan\n").unwrap();
-        assert_eq!(
-            raw.map["client_active_ttl_sec"],
-            RawValue::NonFinite(f64::INFINITY)
-        );
+        assert_eq!(raw.map["client_active_ttl_sec"], RawValue::NonFinite(f64::INFINITY));
         let err = LivenessConfig::from_raw(&raw).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "client_active_ttl_sec must be a finite number, got inf"
-        );
+        assert_eq!(err, "client_active_ttl_sec must be a finite number, got inf");
 
         // Empty document and a bare null are empty sources.
         assert!(RawConfig::from_yaml_str("").unwrap().is_empty());
@@ -1296,13 +1176,7 @@ mod tests {
         // Scalar keys are stringified; tags are looked through.
         let raw = RawConfig::from_yaml_str("1: a\ntrue: b\nmonitor_tick_ms: !!int 50\n").unwrap();
         assert!(raw.contains_key("1") && raw.contains_key("true"));
-        assert_eq!(
-            LivenessConfig::from_raw(&raw)
-                .unwrap()
-                .config
-                .monitor_tick_ms,
-            50
-        );
+        assert_eq!(LivenessConfig::from_raw(&raw).unwrap().config.monitor_tick_ms, 50);
         // Complex keys are a parse error, not a panic.
         assert!(RawConfig::from_yaml_str("? [1, 2]\n: x\n").is_err());
         // Nested values are kept as values of the wrong type.
@@ -1315,17 +1189,11 @@ mod tests {
     fn json_top_level_must_be_an_object() {
         for bad in ["[]", "1", "null", "\"x\""] {
             let err = RawConfig::from_json_str(bad).unwrap_err();
-            assert!(
-                matches!(err, ConfigError::Parse { format: "JSON", .. }),
-                "{bad}"
-            );
+            assert!(matches!(err, ConfigError::Parse { format: "JSON", .. }), "{bad}");
             assert!(err.to_string().contains("expected an object"), "{err}");
         }
         let err = RawConfig::from_json_str("{").unwrap_err().to_string();
-        assert!(
-            err.starts_with("cannot parse JSON configuration: "),
-            "{err}"
-        );
+        assert!(err.starts_with("cannot parse JSON configuration: "), "{err}");
         // serde_json refuses out-of-range literals instead of producing inf.
         assert!(RawConfig::from_json_str(r#"{"client_active_ttl_sec": 1e400}"#).is_err());
     }
@@ -1369,10 +1237,7 @@ mod tests {
         let file = RawConfig::from_json_str(r#"{"client_ttl": 60}"#).unwrap();
         let r = LivenessConfig::from_raw(&file).unwrap();
         assert_eq!(r.config.active_ttl_ms, DEFAULT_ACTIVE_TTL_MS);
-        assert_eq!(
-            r.warnings,
-            vec!["unknown key ignored: client_ttl".to_owned()]
-        );
+        assert_eq!(r.warnings, vec!["unknown key ignored: client_ttl".to_owned()]);
         // On the command line, client_ttl beats client_live_ttl_sec.
         let mut other = RawConfig::new();
         other.set(keys::CLIENT_LIVE_TTL_SEC, json!(70));
@@ -1382,31 +1247,16 @@ mod tests {
             ..Default::default()
         };
         let r = resolve(None, &cli).unwrap();
-        assert_eq!(
-            (r.config.active_ttl_ms, r.config.suspicion_ttl_ms),
-            (60_000, 60_000)
-        );
+        assert_eq!((r.config.active_ttl_ms, r.config.suspicion_ttl_ms), (60_000, 60_000));
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
-        assert!(
-            r.warnings[0].contains("--client_ttl=60")
-                && r.warnings[0].contains("--client_live_ttl_sec=70")
-        );
+        assert!(r.warnings[0].contains("--client_ttl=60") && r.warnings[0].contains("--client_live_ttl_sec=70"));
     }
 
     #[test]
     fn mode_and_bools() {
-        for (v, want) in [
-            ("sync", OffboardingMode::Sync),
-            ("ASYNC", OffboardingMode::Async),
-        ] {
+        for (v, want) in [("sync", OffboardingMode::Sync), ("ASYNC", OffboardingMode::Async)] {
             let raw = RawConfig::from_json_value(&json!({"offboarding_mode": v})).unwrap();
-            assert_eq!(
-                LivenessConfig::from_raw(&raw)
-                    .unwrap()
-                    .config
-                    .offboarding_mode,
-                want
-            );
+            assert_eq!(LivenessConfig::from_raw(&raw).unwrap().config.offboarding_mode, want);
         }
         let raw = RawConfig::from_json_value(&json!({"offboarding_mode": "fast"})).unwrap();
         assert_eq!(
@@ -1424,10 +1274,7 @@ mod tests {
             LivenessConfig::from_raw(&raw).unwrap_err().to_string(),
             "stall_brake must be true or false, got \"yes\""
         );
-        assert_eq!(
-            serde_json::to_value(OffboardingMode::Async).unwrap(),
-            json!("async")
-        );
+        assert_eq!(serde_json::to_value(OffboardingMode::Async).unwrap(), json!("async"));
     }
 
     #[test]

@@ -53,15 +53,9 @@ pub fn decide(owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> 
     let word = owner.word();
     match word.state() {
         crate::liveness::LivenessState::Offline => ServingEligibility::Release,
-        crate::liveness::LivenessState::Suspected => {
-            ServingEligibility::Withhold(Withheld::OwnerSuspected)
-        }
-        crate::liveness::LivenessState::Active if !valid => {
-            ServingEligibility::Withhold(Withheld::NotReady)
-        }
-        crate::liveness::LivenessState::Active if !lifecycle_ok => {
-            ServingEligibility::Withhold(Withheld::Lifecycle)
-        }
+        crate::liveness::LivenessState::Suspected => ServingEligibility::Withhold(Withheld::OwnerSuspected),
+        crate::liveness::LivenessState::Active if !valid => ServingEligibility::Withhold(Withheld::NotReady),
+        crate::liveness::LivenessState::Active if !lifecycle_ok => ServingEligibility::Withhold(Withheld::Lifecycle),
         crate::liveness::LivenessState::Active => ServingEligibility::Serve,
     }
 }
@@ -83,12 +77,7 @@ impl Default for Seam {
 impl Seam {
     /// [`decide`], or the owner-blind rule when the seam is disabled.
     #[inline]
-    pub fn decide(
-        self,
-        owner: &ClientLivenessRecord,
-        valid: bool,
-        lifecycle_ok: bool,
-    ) -> ServingEligibility {
+    pub fn decide(self, owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
         if self.enabled {
             decide(owner, valid, lifecycle_ok)
         } else if !valid {
@@ -142,11 +131,7 @@ mod tests {
     use crate::liveness::{ClientId, Incarnation};
 
     fn rec(state: LivenessState) -> ClientLivenessRecord {
-        ClientLivenessRecord::with_word(
-            ClientId(1),
-            Incarnation(1),
-            Word::pack(state, Seq::default(), 0),
-        )
+        ClientLivenessRecord::with_word(ClientId(1), Incarnation(1), Word::pack(state, Seq::default(), 0))
     }
 
     #[test]

@@ -19,9 +19,7 @@ enum Step {
 /// last signal time and committed-suspicion time).
 pub fn word_transitions(data: &[u8]) {
     let mut u = Unstructured::new(data);
-    let (Ok(active), Ok(suspicion)) =
-        (u.int_in_range(1u64..=30_000), u.int_in_range(1u64..=30_000))
-    else {
+    let (Ok(active), Ok(suspicion)) = (u.int_in_range(1u64..=30_000), u.int_in_range(1u64..=30_000)) else {
         return;
     };
     let ttls = Ttls {
@@ -85,10 +83,7 @@ fn check_commit(
         Change::Suspected => assert!(now - last_signal >= ttls.active_ms, "early suspicion"),
         Change::WentOffline => {
             let since = suspected_at.expect("Offline without a committed suspicion");
-            assert!(
-                now - since >= ttls.suspicion_ms,
-                "recovery window shortened"
-            );
+            assert!(now - since >= ttls.suspicion_ms, "recovery window shortened");
         }
         _ => {}
     }

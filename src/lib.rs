@@ -41,8 +41,8 @@ pub mod fuzzing;
 pub use clock::{Clock, LivenessClock, ManualClock, SystemClock, Tick};
 pub use config::{ConfigError, ConfigHandle, LivenessConfig};
 pub use liveness::{
-    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome,
-    PingOutcome, PingStatus, Transition,
+    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, PingOutcome, PingStatus,
+    Transition,
 };
 pub use monitor::{LivenessEvent, Monitor, TickReport};
 pub use offboarding::{complete_client_offboarding, ClientOffboardingJob};

@@ -37,18 +37,10 @@ struct ConfigArgs {
     #[arg(long = "client_ttl", value_name = "SEC", allow_negative_numbers = true)]
     client_ttl: Option<f64>,
     /// Active TTL, seconds.
-    #[arg(
-        long = "client_active_ttl_sec",
-        value_name = "SEC",
-        allow_negative_numbers = true
-    )]
+    #[arg(long = "client_active_ttl_sec", value_name = "SEC", allow_negative_numbers = true)]
     client_active_ttl_sec: Option<f64>,
     /// Suspicion TTL, seconds.
-    #[arg(
-        long = "client_suspicion_ttl_sec",
-        value_name = "SEC",
-        allow_negative_numbers = true
-    )]
+    #[arg(long = "client_suspicion_ttl_sec", value_name = "SEC", allow_negative_numbers = true)]
     client_suspicion_ttl_sec: Option<f64>,
     /// Any other key, as KEY=VALUE (VALUE is JSON, or a plain string).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -67,8 +59,7 @@ impl ConfigArgs {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| format!("--set expects KEY=VALUE, got {kv:?}"))?;
-            let value = serde_json::from_str(v)
-                .unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+            let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
             other.set(k, value);
         }
         let cli = CliOverrides {

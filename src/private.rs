@@ -10,18 +10,12 @@ pub use crate::liveness::word::{decide, Decision, Event};
 /// winning the Suspected → Offline CAS ([`evaluate`] returns it inside [`Eval::Offline`]).
 pub mod loom {
     use crate::liveness::record::Evaluation;
-    use crate::liveness::{
-        Applied, Change, ClientId, ClientLivenessRecord, Incarnation, Ttls, Word,
-    };
+    use crate::liveness::{Applied, Change, ClientId, ClientLivenessRecord, Incarnation, Ttls, Word};
     use crate::offboarding::ClientOffboardingJob;
     use crate::sync::Arc;
 
     /// A record of `client`/`incarnation` starting from an arbitrary `word` (not registered).
-    pub fn record_with_word(
-        client: ClientId,
-        incarnation: Incarnation,
-        word: Word,
-    ) -> Arc<ClientLivenessRecord> {
+    pub fn record_with_word(client: ClientId, incarnation: Incarnation, word: Word) -> Arc<ClientLivenessRecord> {
         Arc::new(ClientLivenessRecord::with_word(client, incarnation, word))
     }
 
@@ -62,12 +56,7 @@ pub mod loom {
 
     /// The monitor's evaluation of `rec` at liveness time `now_ms` (`hold_offline` = the
     /// mass-suspicion brake is engaged). A won Offline commit mints the job, as the monitor does.
-    pub fn evaluate(
-        rec: &Arc<ClientLivenessRecord>,
-        now_ms: u64,
-        ttls: Ttls,
-        hold_offline: bool,
-    ) -> Eval {
+    pub fn evaluate(rec: &Arc<ClientLivenessRecord>, now_ms: u64, ttls: Ttls, hold_offline: bool) -> Eval {
         match rec.evaluate(now_ms, ttls, hold_offline) {
             Evaluation::Wait(word) => Eval::Wait(word),
             Evaluation::Suspected(from, to, change) => Eval::Suspected { from, to, change },

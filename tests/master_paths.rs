@@ -44,11 +44,7 @@ impl M {
     }
 
     fn state(&self, client: &str) -> Option<LivenessState> {
-        self.m
-            .query(Some(client), None)
-            .clients
-            .first()
-            .map(|c| c.state)
+        self.m.query(Some(client), None).clients.first().map(|c| c.state)
     }
 }
 
@@ -87,10 +83,7 @@ fn suspected_owner_is_never_allocated_and_all_suspected_is_no_handle() {
     assert_eq!(segs(&m.at(10_500).put("two", 10, 2).unwrap()), ["s2"]);
     m.at(20_000);
     assert_eq!(m.state("c2"), Some(LivenessState::Suspected));
-    assert_eq!(
-        m.at(20_000).put("x", 10, 1),
-        Err(MasterError::NoAvailableHandle)
-    );
+    assert_eq!(m.at(20_000).put("x", 10, 1), Err(MasterError::NoAvailableHandle));
 }
 
 #[test]
@@ -102,11 +95,7 @@ fn get_hides_a_suspected_owners_replicas_and_serves_them_after_recovery() {
     assert_eq!(segs(&m.at(10_500).get("k").unwrap()), ["s2"]);
     m.at(20_500); // c2 stops too
     assert_eq!(m.at(20_500).get("k"), Err(MasterError::ReplicaIsNotReady));
-    assert_eq!(
-        m.at(21_000).ping("c1"),
-        PingStatus::Ok,
-        "recovered and ready"
-    );
+    assert_eq!(m.at(21_000).ping("c1"), PingStatus::Ok, "recovered and ready");
     assert_eq!(segs(&m.at(21_000).get("k").unwrap()), ["s1"]);
     m.at(21_000).ping("c2");
     assert_eq!(segs(&m.at(21_000).get("k").unwrap()), ["s1", "s2"]);
@@ -199,16 +188,10 @@ fn callbacks_from_suspected_accepted_from_offline_or_unknown_refused() {
         m.at(11_200).task_done("nobody", t, true),
         Err(MasterError::IllegalClient)
     );
-    assert_eq!(
-        m.at(11_200).task_done("c1", t, true),
-        Err(MasterError::IllegalClient)
-    );
+    assert_eq!(m.at(11_200).task_done("c1", t, true), Err(MasterError::IllegalClient));
     m.at(21_100); // c2 Suspected at 21_100
     m.at(41_100); // Offline and offboarded
-    assert_eq!(
-        m.at(41_200).task_done("c2", t, true),
-        Err(MasterError::IllegalClient)
-    );
+    assert_eq!(m.at(41_200).task_done("c2", t, true), Err(MasterError::IllegalClient));
 }
 
 #[test]
@@ -275,10 +258,7 @@ fn promotion_needs_an_active_local_disk_owner() {
     m.at(9_000).ping("c2");
     m.at(10_000);
     assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
-    assert_eq!(
-        m.at(10_000).promote("k"),
-        Err(MasterError::UnavailableInCurrentStatus)
-    );
+    assert_eq!(m.at(10_000).promote("k"), Err(MasterError::UnavailableInCurrentStatus));
     m.at(10_100).ping("c1");
     m.at(10_100).ping("c2");
     let task = m.at(10_100).promote("k").unwrap();
@@ -307,11 +287,7 @@ fn offline_owner_is_offboarded_completely_and_the_barrier_holds_until_then() {
     assert_eq!(segs(&m.at(40_000).get("k").unwrap()), ["s2"]);
     assert_eq!(m.at(40_000).get("only1"), Err(MasterError::ObjectNotFound));
     // Quota equals what remains.
-    let remaining: u64 =
-        m.m.objects()
-            .values()
-            .map(|o| o.size * o.replicas.len() as u64)
-            .sum();
+    let remaining: u64 = m.m.objects().values().map(|o| o.size * o.replicas.len() as u64).sum();
     assert_eq!(m.m.quota_used(), remaining);
     // A new incarnation.
     m.at(40_000).mount("c1", "s1", 1_000).unwrap();
@@ -322,21 +298,11 @@ fn offline_owner_is_offboarded_completely_and_the_barrier_holds_until_then() {
 fn segment_name_held_by_another_client_is_refused_without_a_record() {
     let mut m = M::new();
     m.at(0).mount("c1", "s1", 1_000).unwrap();
-    assert_eq!(
-        m.at(0).mount("c2", "s1", 1_000),
-        Err(MasterError::InvalidParams)
-    );
+    assert_eq!(m.at(0).mount("c2", "s1", 1_000), Err(MasterError::InvalidParams));
     assert_eq!(m.state("c2"), None, "a failed first mount created a record");
-    assert_eq!(
-        m.at(0).mount("c3", "s3", 0),
-        Err(MasterError::InvalidParams)
-    );
+    assert_eq!(m.at(0).mount("c3", "s3", 0), Err(MasterError::InvalidParams));
     assert_eq!(m.state("c3"), None);
-    assert_eq!(
-        m.at(0).mount("c1", "s1", 1_000),
-        Ok(()),
-        "idempotent already-mounted"
-    );
+    assert_eq!(m.at(0).mount("c1", "s1", 1_000), Ok(()), "idempotent already-mounted");
 }
 
 #[test]
@@ -344,10 +310,7 @@ fn new_incarnation_never_revives_old_resources() {
     let mut m = M::new();
     m.at(0).mount("c1", "s1", 1_000).unwrap();
     m.at(30_000);
-    let rec1 =
-        m.m.liveness()
-            .registry()
-            .get(mooncake_liveness::ClientId(1));
+    let rec1 = m.m.liveness().registry().get(mooncake_liveness::ClientId(1));
     assert!(rec1.is_none(), "offboarded");
     m.at(30_000).mount("c1", "s9", 1_000).unwrap();
     let q = m.m.query(None, Some("s9")).segment.unwrap();
@@ -365,9 +328,7 @@ fn with_every_owner_active_liveness_changes_no_result() {
         });
         let mut out = Vec::new();
         for i in 0..5 {
-            m.at(0)
-                .mount(&format!("c{i}"), &format!("s{i}"), 10_000)
-                .unwrap();
+            m.at(0).mount(&format!("c{i}"), &format!("s{i}"), 10_000).unwrap();
         }
         for k in 0..200u64 {
             let t = k * 10;
@@ -383,4 +344,73 @@ fn with_every_owner_active_liveness_changes_no_result() {
         out
     };
     assert_eq!(run(false), run(true));
+}
+
+#[test]
+fn eviction_frees_room_but_never_evicts_a_suspected_owners_replicas() {
+    let mut m = two_clients();
+    m.at(0).put("a1", 600, 1).unwrap(); // s1
+    m.at(0).put_end("a1").unwrap();
+    m.at(0).put("b1", 600, 1).unwrap(); // s2
+    m.at(0).put_end("b1").unwrap();
+    keep_c2_alive(&mut m, 10_000);
+    // s2 is the only serving segment and it is full for 600 bytes: b1 (servable) is evicted,
+    // a1 (owner Suspected) is retained.
+    assert_eq!(segs(&m.at(10_000).put("c", 600, 1).unwrap()), ["s2"]);
+    assert_eq!(m.at(10_000).get("b1"), Err(MasterError::ObjectNotFound));
+    assert!(m.m.objects().contains_key("a1"), "a Suspected owner's data was evicted");
+    m.at(10_000).ping("c1");
+    assert_eq!(segs(&m.at(10_000).get("a1").unwrap()), ["s1"]);
+}
+
+#[test]
+fn tenant_quotas_limit_puts_and_converge_after_offboarding() {
+    let mut m = two_clients();
+    m.m.set_quota_limit("t1", Some(100));
+    m.at(0).put_for("t1", "x", 60, 1).unwrap();
+    assert_eq!(m.at(0).put_for("t1", "y", 60, 1), Err(MasterError::TenantQuotaExceeded));
+    m.at(0).put_for("t2", "z", 60, 2).unwrap();
+    assert_eq!(m.m.quotas()["t1"].used, 60);
+    assert_eq!(m.m.quotas()["t2"].used, 120);
+    keep_c2_alive(&mut m, 31_000); // c1 offboarded at 30_000
+    let sum = |tenant: &str| -> u64 {
+        m.m.objects()
+            .values()
+            .filter(|o| o.tenant == tenant)
+            .map(|o| o.size * o.replicas.len() as u64)
+            .sum()
+    };
+    assert_eq!(m.m.quotas()["t1"].used, sum("t1"));
+    assert_eq!(m.m.quotas()["t2"].used, sum("t2"));
+    assert_eq!(m.m.quotas()["t2"].used, 60, "z kept its replica on s2");
+}
+
+#[test]
+fn admin_descriptor_query_hides_suspected_while_diagnostics_show_it() {
+    let mut m = two_clients();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    let seg = m.at(0).get("k").unwrap()[0].segment.clone();
+    let owner = if seg == "s1" { "c1" } else { "c2" };
+    m.at(10_000);
+    assert_eq!(m.m.admin_replicas("k"), Err(MasterError::ReplicaIsNotReady));
+    let q = m.m.query(Some(owner), Some(&seg));
+    assert_eq!(q.clients[0].state, LivenessState::Suspected);
+    let s = q.segment.unwrap();
+    assert_eq!((s.objects, s.used, s.owner_state), (1, 10, LivenessState::Suspected));
+}
+
+#[test]
+fn nof_segments_follow_their_probes_not_client_liveness() {
+    let mut m = two_clients();
+    assert!(m.m.nof().mount("nof1", 1 << 20));
+    m.at(60_000); // every client goes Suspected, Offline and is offboarded
+    assert!(m.m.query(None, None).clients.is_empty());
+    assert!(m.m.nof().is_mounted("nof1"), "client liveness unmounted a NoF segment");
+    assert!(!m.m.nof().probe("nof1", false));
+    assert!(!m.m.nof().probe("nof1", true), "a healthy probe resets the count");
+    assert!(!m.m.nof().probe("nof1", false));
+    assert!(!m.m.nof().probe("nof1", false));
+    assert!(m.m.nof().probe("nof1", false), "three failures in a row unmount");
+    assert!(!m.m.nof().is_mounted("nof1"));
 }

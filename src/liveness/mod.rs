@@ -32,9 +32,7 @@ use registry::PublishError;
 use std::fmt;
 
 /// A client id (Mooncake's UUID pair as one `u128`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ClientId(pub u128);
 
 impl fmt::Display for ClientId {
@@ -44,9 +42,7 @@ impl fmt::Display for ClientId {
 }
 
 /// A client incarnation number: 1 for a client id's first record, +1 for each later one.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Incarnation(pub u64);
 
 impl Incarnation {
@@ -165,11 +161,7 @@ impl Liveness {
     }
 
     /// As [`Liveness::new`] with a registry of a chosen shard count.
-    pub fn with_registry(
-        clock: CellArc<dyn Clock>,
-        config: LivenessConfig,
-        registry: Registry,
-    ) -> Self {
+    pub fn with_registry(clock: CellArc<dyn Clock>, config: LivenessConfig, registry: Registry) -> Self {
         Self {
             clock: LivenessClock::new(clock),
             config: ConfigHandle::new(config),
@@ -232,12 +224,7 @@ impl Liveness {
         })
     }
 
-    fn recovery(
-        &self,
-        rec: &ClientLivenessRecord,
-        applied: &Applied,
-        cause: Cause,
-    ) -> Option<Transition> {
+    fn recovery(&self, rec: &ClientLivenessRecord, applied: &Applied, cause: Cause) -> Option<Transition> {
         match applied {
             Applied::Committed {
                 change: Change::Recovered,
@@ -337,10 +324,7 @@ impl Liveness {
         rec.signal(self.clock.now_ms(), self.ttls());
         match self.registry.publish(rec.clone(), last) {
             Ok(()) => {
-                self.inbox
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(rec.clone());
+                self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
                 MountOutcome::Mounted {
                     value,
                     record: rec,

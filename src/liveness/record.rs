@@ -85,12 +85,7 @@ pub(crate) struct OfflineCommitted(());
 
 impl ClientLivenessRecord {
     /// A new Active, not-ready incarnation whose first signal is at `now_ms` (liveness clock).
-    pub(crate) fn new(
-        client: ClientId,
-        incarnation: Incarnation,
-        now_ms: u64,
-        active_ttl_ms: u64,
-    ) -> Self {
+    pub(crate) fn new(client: ClientId, incarnation: Incarnation, now_ms: u64, active_ttl_ms: u64) -> Self {
         Self::with_word(client, incarnation, Word::first(now_ms, active_ttl_ms))
     }
 
@@ -160,12 +155,10 @@ impl ClientLivenessRecord {
             };
             // AcqRel: publish what this thread did before the transition; acquire the
             // transition we may have raced (see the ground rules).
-            match self.word.compare_exchange_weak(
-                cur,
-                next.0.raw(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match self
+                .word
+                .compare_exchange_weak(cur, next.0.raw(), Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => {
                     return Applied::Committed {
                         from: word,
@@ -246,37 +239,21 @@ mod tests {
     fn new_record_is_active_not_ready() {
         let r = rec();
         assert!(r.is_serving() && r.should_retain() && !r.is_ready());
-        assert_eq!(
-            r.word(),
-            Word::pack(LivenessState::Active, Seq::default(), 10_000)
-        );
+        assert_eq!(r.word(), Word::pack(LivenessState::Active, Seq::default(), 10_000));
     }
 
     #[test]
     fn full_lifecycle_and_terminal_offline() {
         let r = rec();
-        assert!(
-            matches!(r.evaluate(9_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 10_000)
-        );
-        assert!(matches!(
-            r.evaluate(10_000, TTLS, false),
-            Evaluation::Suspected(..)
-        ));
+        assert!(matches!(r.evaluate(9_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 10_000));
+        assert!(matches!(r.evaluate(10_000, TTLS, false), Evaluation::Suspected(..)));
         assert!(!r.is_serving() && r.should_retain());
-        assert!(
-            matches!(r.evaluate(29_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 30_000)
-        );
+        assert!(matches!(r.evaluate(29_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 30_000));
         assert!(matches!(r.evaluate(30_000, TTLS, true), Evaluation::Held));
-        assert!(matches!(
-            r.evaluate(30_000, TTLS, false),
-            Evaluation::Offline(..)
-        ));
+        assert!(matches!(r.evaluate(30_000, TTLS, false), Evaluation::Offline(..)));
         assert!(!r.should_retain());
         assert_eq!(r.signal(30_001, TTLS), Applied::Offline);
-        assert!(matches!(
-            r.evaluate(40_000, TTLS, false),
-            Evaluation::Retired
-        ));
+        assert!(matches!(r.evaluate(40_000, TTLS, false), Evaluation::Retired));
     }
 
     #[test]

@@ -75,10 +75,7 @@ impl Registry {
                 writer: Mutex::new(()),
             })
             .collect();
-        Self {
-            shards,
-            mask: n - 1,
-        }
+        Self { shards, mask: n - 1 }
     }
 
     fn shard(&self, id: ClientId) -> &Shard {
@@ -145,11 +142,7 @@ impl Registry {
     }
 
     /// Copy-on-write update of `id`'s shard under its writer lock; publishes only on `Ok`.
-    fn update<E>(
-        &self,
-        id: ClientId,
-        f: impl FnOnce(&mut ShardMap) -> Result<(), E>,
-    ) -> Result<(), E> {
+    fn update<E>(&self, id: ClientId, f: impl FnOnce(&mut ShardMap) -> Result<(), E>) -> Result<(), E> {
         let shard = self.shard(id);
         let _writer = shard.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut copy: ShardMap = ShardMap::clone(&shard.map.load_full());
@@ -186,9 +179,7 @@ impl Default for Registry {
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registry")
-            .field("shards", &self.shards.len())
-            .finish()
+        f.debug_struct("Registry").field("shards", &self.shards.len()).finish()
     }
 }
 
@@ -197,12 +188,7 @@ mod tests {
     use super::*;
 
     fn rec(id: u128, inc: u64) -> Arc<ClientLivenessRecord> {
-        Arc::new(ClientLivenessRecord::new(
-            ClientId(id),
-            Incarnation(inc),
-            0,
-            1_000,
-        ))
+        Arc::new(ClientLivenessRecord::new(ClientId(id), Incarnation(inc), 0, 1_000))
     }
 
     #[test]
@@ -218,10 +204,7 @@ mod tests {
         assert!(!reg.compare_and_erase(&rec(5, 1)));
         assert!(reg.compare_and_erase(&r1));
         assert!(!reg.compare_and_erase(&r1), "erase is not repeatable");
-        assert!(matches!(
-            reg.slot(ClientId(5)),
-            Some(Slot::Vacant(Incarnation(1)))
-        ));
+        assert!(matches!(reg.slot(ClientId(5)), Some(Slot::Vacant(Incarnation(1)))));
         assert_eq!(
             reg.publish(rec(5, 2), None),
             Err(PublishError::Raced),

@@ -118,11 +118,7 @@ pub struct Word(u64);
 impl Word {
     /// Packs the three fields; a deadline beyond [`MAX_DEADLINE_MS`] saturates.
     pub fn pack(state: LivenessState, seq: Seq, deadline_ms: u64) -> Word {
-        debug_assert!(
-            u64::from(seq.0) <= SEQ_MASK,
-            "seq {} exceeds {SEQ_BITS} bits",
-            seq.0
-        );
+        debug_assert!(u64::from(seq.0) <= SEQ_MASK, "seq {} exceeds {SEQ_BITS} bits", seq.0);
         let deadline = deadline_ms.min(MAX_DEADLINE_MS);
         Word(state.bits() | (u64::from(seq.0) << SEQ_SHIFT) | (deadline << DEADLINE_SHIFT))
     }
@@ -248,35 +244,20 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
             commit(Word::pack(Active, cur.seq(), deadline), Change::Refreshed)
         }
         (Suspected, Event::Signal) => commit(
-            Word::pack(
-                Active,
-                cur.seq().next(),
-                now_ms.saturating_add(ttls.active_ms),
-            ),
+            Word::pack(Active, cur.seq().next(), now_ms.saturating_add(ttls.active_ms)),
             Change::Recovered,
         ),
         (Offline, Event::Signal) => Decision::RefuseOffline,
         (Offline, _) => Decision::Retire,
         (Active, _) if due => commit(
-            Word::pack(
-                Suspected,
-                cur.seq().next(),
-                now_ms.saturating_add(ttls.suspicion_ms),
-            ),
+            Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
             Change::Suspected,
         ),
         (Suspected, Event::RenewSuspicion) => commit(
-            Word::pack(
-                Suspected,
-                cur.seq().next(),
-                now_ms.saturating_add(ttls.suspicion_ms),
-            ),
+            Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
             Change::SuspicionRenewed,
         ),
-        (Suspected, Event::Expire) if due => commit(
-            Word::pack(Offline, cur.seq().next(), now_ms),
-            Change::WentOffline,
-        ),
+        (Suspected, Event::Expire) if due => commit(Word::pack(Offline, cur.seq().next(), now_ms), Change::WentOffline),
         (Suspected, Event::ExpireHoldingOffline) if due => Decision::Held,
         (Active | Suspected, _) => Decision::Wait {
             deadline_ms: cur.deadline_ms(),
@@ -325,11 +306,7 @@ mod tests {
 
     #[test]
     fn raw_predicates() {
-        for (s, active, retained) in [
-            (Active, true, true),
-            (Suspected, false, true),
-            (Offline, false, false),
-        ] {
+        for (s, active, retained) in [(Active, true, true), (Suspected, false, true), (Offline, false, false)] {
             let raw = w(s, 7, 99).raw();
             assert_eq!(Word::raw_is_active(raw), active, "{s:?}");
             assert_eq!(Word::raw_is_retained(raw), retained, "{s:?}");

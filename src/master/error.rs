@@ -30,6 +30,8 @@ pub enum MasterError {
     ClientOffboarding,
     /// No such task.
     TaskNotFound,
+    /// The tenant's quota cannot hold the new replicas.
+    TenantQuotaExceeded,
     /// The operation is not implemented by this build of the reference master.
     Unsupported,
 }
@@ -50,6 +52,7 @@ impl MasterError {
             Self::UnavailableInCurrentStatus => "UNAVAILABLE_IN_CURRENT_STATUS",
             Self::ClientOffboarding => "CLIENT_OFFBOARDING",
             Self::TaskNotFound => "TASK_NOT_FOUND",
+            Self::TenantQuotaExceeded => "TENANT_QUOTA_EXCEEDED",
             Self::Unsupported => "UNSUPPORTED",
         }
     }

@@ -21,30 +21,19 @@ pub struct SegmentSpec {
 }
 
 /// Checks that `client` may (re)mount `name` of `size`: `Ok(true)` if it already holds it.
-fn check_segment(
-    segments: &Segments,
-    client: ClientId,
-    name: &str,
-    size: u64,
-) -> Result<bool, MasterError> {
+fn check_segment(segments: &Segments, client: ClientId, name: &str, size: u64) -> Result<bool, MasterError> {
     if size == 0 {
         return Err(MasterError::InvalidParams);
     }
     match segments.id_of(name).and_then(|id| segments.get(id)) {
         None => Ok(false),
-        Some(seg) if seg.owner.client() != client || seg.size != size => {
-            Err(MasterError::InvalidParams)
-        }
+        Some(seg) if seg.owner.client() != client || seg.size != size => Err(MasterError::InvalidParams),
         Some(_) => Ok(true),
     }
 }
 
 /// Registers the segments of `specs` not yet held by `rec` as `Mounting`; returns the new ids.
-fn add_segments(
-    segments: &mut Segments,
-    rec: &Arc<ClientLivenessRecord>,
-    specs: &[SegmentSpec],
-) -> Vec<SegmentId> {
+fn add_segments(segments: &mut Segments, rec: &Arc<ClientLivenessRecord>, specs: &[SegmentSpec]) -> Vec<SegmentId> {
     let mut added = Vec::new();
     for s in specs {
         if segments.id_of(&s.segment).is_none() {
@@ -77,12 +66,7 @@ impl Master {
         self.mount_segments(client, specs, true)
     }
 
-    fn mount_segments(
-        &mut self,
-        client: &str,
-        specs: &[SegmentSpec],
-        remount: bool,
-    ) -> Result<(), MasterError> {
+    fn mount_segments(&mut self, client: &str, specs: &[SegmentSpec], remount: bool) -> Result<(), MasterError> {
         let id = self.client_id(client);
         let mut unique = BTreeMap::new();
         for s in specs {
@@ -185,9 +169,7 @@ impl Master {
                 Ok(())
             }
             MountOutcome::Failed(e) => Err(e),
-            MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => {
-                Err(MasterError::ClientOffboarding)
-            }
+            MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => Err(MasterError::ClientOffboarding),
             MountOutcome::StaleToken => Err(MasterError::InvalidParams),
         }
     }
@@ -203,10 +185,7 @@ impl Master {
     /// Voluntary unmount of one of the client's segments: its replicas and tasks go with it.
     pub fn unmount(&mut self, client: &str, segment: &str) -> Result<(), MasterError> {
         let id = self.client_id(client);
-        let sid = self
-            .segments
-            .id_of(segment)
-            .ok_or(MasterError::SegmentNotFound)?;
+        let sid = self.segments.id_of(segment).ok_or(MasterError::SegmentNotFound)?;
         let owner = self
             .segments
             .get(sid)

@@ -27,6 +27,7 @@ mod task;
 mod work;
 
 pub use error::MasterError;
+pub use membership::SegmentSpec;
 pub use object::{Object, Replica, ReplicaKind};
 pub use query::{ClientStatus, QueryReport, SegmentStatus};
 pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentId, Segments};
@@ -84,6 +85,18 @@ pub struct TaskDesc {
     pub kind: &'static str,
     /// The object.
     pub key: String,
+}
+
+/// The tenant every trace `put` uses.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// One tenant's quota.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TenantQuota {
+    /// Bytes charged: the sum of the sizes of the tenant's replicas.
+    pub used: u64,
+    /// Limit, if any.
+    pub limit: Option<u64>,
 }
 
 /// A client's LocalDisk (SSD) registration.
@@ -163,7 +176,9 @@ pub struct Master {
     tasks: Tasks,
     local_disks: BTreeMap<ClientId, LocalDisk>,
     nof: nof::NofSegments,
-    quota_used: u64,
+    quotas: BTreeMap<String, TenantQuota>,
+    lru: BTreeMap<u64, String>,
+    clock_lru: u64,
     external: Box<dyn ExternalMetadata>,
     events: Vec<MasterEvent>,
 }
@@ -185,7 +200,9 @@ impl Master {
             tasks: Tasks::default(),
             local_disks: BTreeMap::new(),
             nof: nof::NofSegments::default(),
-            quota_used: 0,
+            quotas: BTreeMap::new(),
+            lru: BTreeMap::new(),
+            clock_lru: 0,
             external: Box::new(InMemoryMetadata::default()),
             events: Vec::new(),
         }
@@ -207,9 +224,7 @@ impl Master {
         for ev in report.events {
             self.events.push(match ev {
                 LivenessEvent::Transition(t) => MasterEvent::Transition(t),
-                LivenessEvent::StallDetected { at_ms, ms } => {
-                    MasterEvent::StallDetected { at_ms, ms }
-                }
+                LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
             });
         }
         for job in report.jobs {
@@ -258,9 +273,29 @@ impl Master {
         &self.local_disks
     }
 
-    /// The default tenant's quota usage (bytes of all replicas and reservations).
+    /// Bytes charged to all tenants (every replica, including ones being written).
     pub fn quota_used(&self) -> u64 {
-        self.quota_used
+        self.quotas.values().map(|q| q.used).sum()
+    }
+
+    /// Per-tenant quota accounting.
+    pub fn quotas(&self) -> &BTreeMap<String, TenantQuota> {
+        &self.quotas
+    }
+
+    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
+    pub fn set_quota_limit(&mut self, tenant: &str, limit: Option<u64>) {
+        self.quotas.entry(tenant.to_string()).or_default().limit = limit;
+    }
+
+    fn charge(&mut self, tenant: &str, bytes: u64) {
+        self.quotas.entry(tenant.to_string()).or_default().used += bytes;
+    }
+
+    fn refund(&mut self, tenant: &str, bytes: u64) {
+        if let Some(q) = self.quotas.get_mut(tenant) {
+            q.used = q.used.saturating_sub(bytes);
+        }
     }
 
     /// The external metadata store.

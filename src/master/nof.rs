@@ -28,8 +28,7 @@ impl NofSegments {
         if size == 0 || self.segments.contains_key(name) {
             return false;
         }
-        self.segments
-            .insert(name.to_string(), NofSegment { size, failures: 0 });
+        self.segments.insert(name.to_string(), NofSegment { size, failures: 0 });
         true
     }
 

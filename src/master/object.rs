@@ -63,8 +63,12 @@ impl Replica {
 /// One key's metadata.
 #[derive(Clone, Debug)]
 pub struct Object {
+    /// The tenant whose quota the replicas are charged to.
+    pub tenant: String,
     /// Size in bytes (every replica holds all of it).
     pub size: u64,
+    /// Position in the eviction order (larger = used more recently).
+    pub touched: u64,
     /// Replicas, in the order they were added.
     pub replicas: Vec<Replica>,
     /// The Copy/Move task in flight for this key, if any.

@@ -19,11 +19,7 @@ impl Master {
         for name in &names {
             let _ = self.external.delete(name);
         }
-        let (client, incarnation, at_ms) = (
-            job.client(),
-            job.incarnation(),
-            self.live.clock().base().now_ms(),
-        );
+        let (client, incarnation, at_ms) = (job.client(), job.incarnation(), self.live.clock().base().now_ms());
         if complete_client_offboarding(self.live.registry(), job) {
             self.events.push(MasterEvent::Offboarded {
                 client,
@@ -39,21 +35,13 @@ impl Master {
     fn offboard_metadata(&mut self, record: &Arc<ClientLivenessRecord>) -> Vec<String> {
         let client = record.client();
         for task in self.tasks.of_client(client) {
-            if self
-                .tasks
-                .get(task)
-                .is_some_and(|t| Arc::ptr_eq(&t.executor, record))
-            {
+            if self.tasks.get(task).is_some_and(|t| Arc::ptr_eq(&t.executor, record)) {
                 self.cancel_task(task);
             }
         }
         let mut names = Vec::new();
         for sid in self.segments.owned_by(client) {
-            if self
-                .segments
-                .get(sid)
-                .is_some_and(|s| Arc::ptr_eq(&s.owner, record))
-            {
+            if self.segments.get(sid).is_some_and(|s| Arc::ptr_eq(&s.owner, record)) {
                 names.extend(self.drop_segment(sid));
             }
         }
@@ -71,9 +59,10 @@ impl Master {
         }
         let keys: Vec<String> = disk.keys.iter().cloned().collect();
         for key in keys {
-            self.remove_replicas(&key, |r| {
-                matches!(&r.kind, super::ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, record))
-            });
+            self.remove_replicas(
+                &key,
+                |r| matches!(&r.kind, super::ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, record)),
+            );
         }
         self.local_disks.remove(&client);
     }

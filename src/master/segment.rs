@@ -91,10 +91,7 @@ impl Segments {
     pub fn insert(&mut self, segment: Segment) -> SegmentId {
         let id = SegmentId(self.slab.len() as u32);
         self.by_name.insert(segment.name.clone(), id);
-        self.by_owner
-            .entry(segment.owner.client())
-            .or_default()
-            .insert(id);
+        self.by_owner.entry(segment.owner.client()).or_default().insert(id);
         self.slab.push(Some(segment));
         id
     }

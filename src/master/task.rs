@@ -99,11 +99,7 @@ impl Tasks {
 
     /// Takes every pending task of `client` on one channel (offload or the rest), marking them delivered.
     pub fn take_pending(&mut self, client: ClientId, offload: bool) -> Vec<Task> {
-        let ids: Vec<u64> = self
-            .pending
-            .remove(&(client, offload))
-            .unwrap_or_default()
-            .into();
+        let ids: Vec<u64> = self.pending.remove(&(client, offload)).unwrap_or_default().into();
         ids.into_iter()
             .filter_map(|id| {
                 let t = self.all.get_mut(&id)?;

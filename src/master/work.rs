@@ -14,16 +14,8 @@ use crate::liveness::ClientId;
 
 impl Master {
     /// CopyStart (`remove_source` false) / MoveStart (true): a task for the owner of `to`.
-    pub fn replicate(
-        &mut self,
-        key: &str,
-        to: &str,
-        remove_source: bool,
-    ) -> Result<u64, MasterError> {
-        let target = self
-            .segments
-            .id_of(to)
-            .ok_or(MasterError::SegmentNotFound)?;
+    pub fn replicate(&mut self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
+        let target = self.segments.id_of(to).ok_or(MasterError::SegmentNotFound)?;
         let seam = self.seam();
         let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         let source = obj
@@ -31,11 +23,7 @@ impl Master {
             .iter()
             .find(|r| r.segment().is_some() && r.eligibility(seam, &self.segments).serves())
             .and_then(Replica::segment);
-        let kind = if remove_source {
-            TaskKind::Move
-        } else {
-            TaskKind::Copy
-        };
+        let kind = if remove_source { TaskKind::Move } else { TaskKind::Copy };
         self.start_replication(key, source, target, kind)
     }
 
@@ -55,24 +43,21 @@ impl Master {
         if obj.on_segment(target) {
             return Err(MasterError::InvalidParams);
         }
-        let source_serves = obj.replicas.iter().any(|r| {
-            r.segment().is_some()
-                && r.segment() == source
-                && r.eligibility(seam, &self.segments).serves()
-        });
+        let source_serves = obj
+            .replicas
+            .iter()
+            .any(|r| r.segment().is_some() && r.segment() == source && r.eligibility(seam, &self.segments).serves());
         if !source_serves {
             return Err(MasterError::ReplicaNotFound);
         }
         let size = obj.size;
-        let seg = self
-            .segments
-            .get(target)
-            .ok_or(MasterError::SegmentNotFound)?;
+        let seg = self.segments.get(target).ok_or(MasterError::SegmentNotFound)?;
         if !seg.eligibility(seam, Purpose::Allocate, size).serves() {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
         let executor = seg.owner.clone();
-        let replica = self.allocate_on(target, key, size);
+        let tenant = obj.tenant.clone();
+        let replica = self.allocate_on(target, &tenant, key, size);
         let id = self.tasks.submit(kind, key, executor, source, Some(target));
         let obj = self.objects.get_mut(key).expect("checked above");
         obj.replicas.push(replica);
@@ -108,11 +93,7 @@ impl Master {
     /// Task completion (`ok`) or failure callback from its executor.
     pub fn task_done(&mut self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
         let id = self.client_id(client);
-        let rec = self
-            .live
-            .registry()
-            .get(id)
-            .ok_or(MasterError::IllegalClient)?;
+        let rec = self.live.registry().get(id).ok_or(MasterError::IllegalClient)?;
         if !eligibility::accepts_callbacks(&rec) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -136,7 +117,7 @@ impl Master {
         let Some(obj) = self.objects.get_mut(&t.key) else {
             return;
         };
-        let size = obj.size;
+        let (size, tenant) = (obj.size, obj.tenant.clone());
         match t.kind {
             TaskKind::Copy | TaskKind::Move | TaskKind::Promote => {
                 for r in obj
@@ -154,7 +135,6 @@ impl Master {
                     },
                     complete: true,
                 });
-                self.quota_used += size;
                 if let Some(disk) = self.local_disks.get_mut(&t.executor.client()) {
                     disk.keys.insert(t.key.clone());
                 }
@@ -164,6 +144,9 @@ impl Master {
             obj.replication_task = None;
         } else {
             obj.tier_task = None;
+        }
+        if t.kind == TaskKind::Offload {
+            self.charge(&tenant, size);
         }
         if t.kind == TaskKind::Move {
             let source = t.source;
@@ -199,11 +182,7 @@ impl Master {
         let Some(obj) = self.objects.get(key) else {
             return;
         };
-        let ids: Vec<u64> = obj
-            .replication_task
-            .into_iter()
-            .chain(obj.tier_task)
-            .collect();
+        let ids: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
         for id in ids {
             if self
                 .tasks
@@ -219,14 +198,8 @@ impl Master {
     /// serving target (never a non-Active owner's segment). Objects with no servable source or
     /// no target stay for a later drain.
     pub fn drain(&mut self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
-        let sid = self
-            .segments
-            .id_of(segment)
-            .ok_or(MasterError::SegmentNotFound)?;
-        let seg = self
-            .segments
-            .get_mut(sid)
-            .ok_or(MasterError::SegmentNotFound)?;
+        let sid = self.segments.id_of(segment).ok_or(MasterError::SegmentNotFound)?;
+        let seg = self.segments.get_mut(sid).ok_or(MasterError::SegmentNotFound)?;
         if matches!(seg.lifecycle, Lifecycle::Mounting | Lifecycle::Unmounting) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -240,8 +213,7 @@ impl Master {
             if obj.replication_task.is_some() || !obj.is_complete() {
                 continue;
             }
-            let exclude: Vec<SegmentId> =
-                obj.replicas.iter().filter_map(Replica::segment).collect();
+            let exclude: Vec<SegmentId> = obj.replicas.iter().filter_map(Replica::segment).collect();
             let size = obj.size;
             let Some(target) = self.choose_segments(size, 1, &exclude).pop() else {
                 continue;
@@ -263,10 +235,7 @@ impl Master {
     /// admitted for it; work already queued waits for recovery.
     pub fn offload_heartbeat(&mut self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
         let id = self.client_id(client);
-        let disk = self
-            .local_disks
-            .get(&id)
-            .ok_or(MasterError::SegmentNotFound)?;
+        let disk = self.local_disks.get(&id).ok_or(MasterError::SegmentNotFound)?;
         if !eligibility::accepts_callbacks(&disk.owner) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
@@ -288,11 +257,11 @@ impl Master {
                 let Some(obj) = self.objects.get(key) else {
                     continue;
                 };
-                let servable = obj.replicas.iter().any(|r| {
-                    r.segment() == Some(sid) && r.eligibility(seam, &self.segments).serves()
-                });
-                if servable && obj.is_complete() && !obj.has_local_disk() && obj.tier_task.is_none()
-                {
+                let servable = obj
+                    .replicas
+                    .iter()
+                    .any(|r| r.segment() == Some(sid) && r.eligibility(seam, &self.segments).serves());
+                if servable && obj.is_complete() && !obj.has_local_disk() && obj.tier_task.is_none() {
                     candidates.push((key.clone(), obj.size));
                 }
             }
@@ -308,9 +277,7 @@ impl Master {
             }
             disk.used += size;
             let owner = disk.owner.clone();
-            let task = self
-                .tasks
-                .submit(TaskKind::Offload, &key, owner, None, None);
+            let task = self.tasks.submit(TaskKind::Offload, &key, owner, None, None);
             if let Some(o) = self.objects.get_mut(&key) {
                 o.tier_task = Some(task);
             }
@@ -334,15 +301,13 @@ impl Master {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
         let executor = holder.owner().clone();
-        let size = obj.size;
+        let (size, tenant) = (obj.size, obj.tenant.clone());
         let target = self
             .choose_segments(size, 1, &[])
             .pop()
             .ok_or(MasterError::NoAvailableHandle)?;
-        let replica = self.allocate_on(target, key, size);
-        let id = self
-            .tasks
-            .submit(TaskKind::Promote, key, executor, None, Some(target));
+        let replica = self.allocate_on(target, &tenant, key, size);
+        let id = self.tasks.submit(TaskKind::Promote, key, executor, None, Some(target));
         let obj = self.objects.get_mut(key).expect("checked above");
         obj.replicas.push(replica);
         obj.tier_task = Some(id);

@@ -41,9 +41,7 @@ pub use thread::MonitorThread;
 
 use crate::clock::Tick;
 use crate::liveness::record::Evaluation;
-use crate::liveness::{
-    Cause, Change, ClientLivenessRecord, Liveness, LivenessState, Transition, Ttls, Word,
-};
+use crate::liveness::{Cause, Change, ClientLivenessRecord, Liveness, LivenessState, Transition, Ttls, Word};
 use crate::offboarding::ClientOffboardingJob;
 use crate::sync::Arc;
 use std::fmt;
@@ -181,16 +179,12 @@ impl Monitor {
             Evaluation::Wait(word) => self.rearm(rec, wake_ms(word, now_l, ttls), now_tick),
             Evaluation::Suspected(from, to, change) => {
                 self.stats.suspected += u64::from(change == Change::Suspected);
-                report
-                    .events
-                    .push(transition(&rec, from, to, Cause::Timeout, base_now));
+                report.events.push(transition(&rec, from, to, Cause::Timeout, base_now));
                 self.rearm(rec, wake_ms(to, now_l, ttls), now_tick);
             }
             Evaluation::Offline(from, to, proof) => {
                 self.stats.offline += 1;
-                report
-                    .events
-                    .push(transition(&rec, from, to, Cause::Timeout, base_now));
+                report.events.push(transition(&rec, from, to, Cause::Timeout, base_now));
                 report
                     .jobs
                     .push(ClientOffboardingJob::from_commit(rec, proof, base_now));
@@ -222,13 +216,7 @@ fn wake_ms(word: Word, now_l: u64, ttls: Ttls) -> u64 {
     }
 }
 
-fn transition(
-    rec: &ClientLivenessRecord,
-    from: Word,
-    to: Word,
-    cause: Cause,
-    at_ms: u64,
-) -> LivenessEvent {
+fn transition(rec: &ClientLivenessRecord, from: Word, to: Word, cause: Cause, at_ms: u64) -> LivenessEvent {
     let t = Transition {
         client: rec.client(),
         incarnation: rec.incarnation(),

@@ -25,18 +25,16 @@ impl MonitorThread {
     {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let handle = thread::Builder::new()
-            .name("liveness-monitor".into())
-            .spawn(move || {
-                let mut monitor = Monitor::new(&liveness);
-                let tick = Duration::from_millis(monitor.tick_ms());
-                // Acquire: pairs with the Release store in `stop`.
-                while !flag.load(Ordering::Acquire) {
-                    thread::sleep(tick);
-                    sink(monitor.tick(&liveness));
-                }
-                monitor
-            })?;
+        let handle = thread::Builder::new().name("liveness-monitor".into()).spawn(move || {
+            let mut monitor = Monitor::new(&liveness);
+            let tick = Duration::from_millis(monitor.tick_ms());
+            // Acquire: pairs with the Release store in `stop`.
+            while !flag.load(Ordering::Acquire) {
+                thread::sleep(tick);
+                sink(monitor.tick(&liveness));
+            }
+            monitor
+        })?;
         Ok(Self {
             stop,
             handle: Some(handle),

@@ -35,11 +35,7 @@ pub struct ClientOffboardingJob {
 
 impl ClientOffboardingJob {
     /// Mints the job for `record` from the proof that the caller committed it Offline.
-    pub(crate) fn from_commit(
-        record: Arc<ClientLivenessRecord>,
-        _proof: OfflineCommitted,
-        at_ms: u64,
-    ) -> Self {
+    pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
         Self {
             record,
             committed_at_ms: at_ms,

@@ -132,9 +132,7 @@ mod tests {
         let r = run_demo();
         let text = r.lines.join("\n");
         // c2's 15 s pause: suspected at 17 s (last ping 7 s), recovered at 23 s, never offboarded.
-        assert!(
-            text.contains(r#""t_ms":17000,"to":"Suspected""#) || text.contains(r#""client":"c2""#)
-        );
+        assert!(text.contains(r#""t_ms":17000,"to":"Suspected""#) || text.contains(r#""client":"c2""#));
         assert_eq!(r.recoveries, 1, "{text}");
         // c3 crashed: offboarded once, then a new incarnation mounts.
         assert_eq!(r.offboarded, 1, "{text}");

@@ -135,11 +135,7 @@ mod tests {
             (u64::MAX, 5, 63),
         ];
         for &(when, level, slot) in table {
-            assert_eq!(
-                slot_for(Tick(when), level),
-                slot,
-                "when {when} level {level}"
-            );
+            assert_eq!(slot_for(Tick(when), level), slot, "when {when} level {level}");
         }
     }
 
@@ -197,10 +193,7 @@ mod tests {
     #[test]
     fn take_slot_returns_entries_in_order_and_clears_bit() {
         let mut l = level_with(0, &[3, 67, 3]);
-        assert_eq!(
-            l.take_slot(3),
-            vec![(Tick(3), 3), (Tick(67), 67), (Tick(3), 3)]
-        );
+        assert_eq!(l.take_slot(3), vec![(Tick(3), 3), (Tick(67), 67), (Tick(3), 3)]);
         assert!(l.is_empty());
         assert!(l.take_slot(3).is_empty());
     }

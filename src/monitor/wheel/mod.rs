@@ -192,11 +192,7 @@ impl<T> Wheel<T> {
     /// Every slot of a lower level starts before the next slot of a higher one, because a lower
     /// level only holds entries of the current higher-level slot.
     fn next_occupied(&self) -> Option<(usize, OccupiedSlot)> {
-        let (level, entries) = self
-            .levels
-            .iter()
-            .enumerate()
-            .find(|(_, level)| !level.is_empty())?;
+        let (level, entries) = self.levels.iter().enumerate().find(|(_, level)| !level.is_empty())?;
         let next = entries.next_occupied_slot(self.elapsed)?;
         Some((level, next))
     }
@@ -327,10 +323,7 @@ mod tests {
                 let when = start + distance;
                 let mut wheel = Wheel::new(Tick(start));
                 wheel.insert(Tick(when), when);
-                assert!(
-                    poll(&mut wheel, when - 1).is_empty(),
-                    "{start}+{distance} early"
-                );
+                assert!(poll(&mut wheel, when - 1).is_empty(), "{start}+{distance} early");
                 assert_eq!(wheel.len(), 1);
                 assert_eq!(poll(&mut wheel, when), vec![when], "{start}+{distance}");
                 assert!(wheel.is_empty());
@@ -370,10 +363,7 @@ mod tests {
                 let mut wheel = Wheel::new(Tick(start));
                 wheel.insert(Tick(when), when);
                 for now in start + 1..when {
-                    assert!(
-                        poll(&mut wheel, now).is_empty(),
-                        "{start}+{distance} at {now}"
-                    );
+                    assert!(poll(&mut wheel, now).is_empty(), "{start}+{distance} at {now}");
                 }
                 assert_eq!(poll(&mut wheel, when), vec![when], "{start}+{distance}");
             }
@@ -399,18 +389,9 @@ mod tests {
         let now = 1u64 << 40;
         let start = now - (1 << 35) - 3;
         let mut wheel = Wheel::new(Tick(start));
-        let mut due: Vec<u64> = DISTANCES
-            .iter()
-            .map(|d| start + d)
-            .filter(|&w| w <= now)
-            .collect();
+        let mut due: Vec<u64> = DISTANCES.iter().map(|d| start + d).filter(|&w| w <= now).collect();
         due.extend([start - 1, start, now - 1, now]);
-        let later = [
-            now + 1,
-            now + 64,
-            now + 1_000_000,
-            start + MAX_DURATION_TICKS,
-        ];
+        let later = [now + 1, now + 64, now + 1_000_000, start + MAX_DURATION_TICKS];
         for when in due.iter().chain(&later) {
             wheel.insert(Tick(*when), *when);
         }
@@ -485,12 +466,7 @@ mod tests {
         let mut wheel = Wheel::new(Tick(3));
         assert!(poll(&mut wheel, 1_000_000_000).is_empty());
         assert_eq!(wheel.slots_visited, 0);
-        let whens = [
-            1_000_000_005,
-            1_000_070_000,
-            1_900_000_000,
-            1_000_000_000 + (1 << 35),
-        ];
+        let whens = [1_000_000_005, 1_000_070_000, 1_900_000_000, 1_000_000_000 + (1 << 35)];
         for when in whens {
             wheel.insert(Tick(when), when);
         }
