@@ -13,13 +13,7 @@ fn example(name: &str) -> String {
 #[test]
 fn flag_beats_file_with_a_warning() {
     let out = bin()
-        .args([
-            "config",
-            "--config",
-            &example("master.yaml"),
-            "--client_ttl",
-            "30",
-        ])
+        .args(["config", "--config", &example("master.yaml"), "--client_ttl", "30"])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -38,10 +32,7 @@ fn flag_beats_file_with_a_warning() {
 
 #[test]
 fn non_positive_flag_is_rejected_naming_key_and_value() {
-    let out = bin()
-        .args(["config", "--client_ttl", "-3"])
-        .output()
-        .unwrap();
+    let out = bin().args(["config", "--client_ttl", "-3"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--client_ttl") && err.contains("-3"), "{err}");
@@ -52,10 +43,7 @@ fn defaults_without_sources() {
     let out = bin().arg("config").output().unwrap();
     let cfg: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        (
-            cfg["active_ttl_ms"].as_u64(),
-            cfg["suspicion_ttl_ms"].as_u64()
-        ),
+        (cfg["active_ttl_ms"].as_u64(), cfg["suspicion_ttl_ms"].as_u64()),
         (Some(10_000), Some(20_000))
     );
 }

@@ -2,8 +2,8 @@
 //! example files, reload, and parser robustness.
 
 use mooncake_liveness::config::{
-    fuzz_config_parse, resolve, CliOverrides, ConfigError, ConfigHandle, LivenessConfig,
-    OffboardingMode, RawConfig, Resolved,
+    fuzz_config_parse, resolve, CliOverrides, ConfigError, ConfigHandle, LivenessConfig, OffboardingMode, RawConfig,
+    Resolved,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -113,11 +113,7 @@ fn ttl_resolution_table() {
             cli: none(),
             active_ms: 30_000,
             suspicion_ms: 30_000,
-            warnings: &[&[
-                "client_active_ttl_sec=30",
-                "client_live_ttl_sec=60",
-                "config file",
-            ]],
+            warnings: &[&["client_active_ttl_sec=30", "client_live_ttl_sec=60", "config file"]],
         },
         Case {
             name: "file canonical and legacy equal: no warning",
@@ -133,11 +129,7 @@ fn ttl_resolution_table() {
             cli: cli(Some(60.0), Some(40.0), None),
             active_ms: 40_000,
             suspicion_ms: 40_000,
-            warnings: &[&[
-                "--client_active_ttl_sec=40",
-                "--client_ttl=60",
-                "command line",
-            ]],
+            warnings: &[&["--client_active_ttl_sec=40", "--client_ttl=60", "command line"]],
         },
         Case {
             name: "command line beats file, warned",
@@ -145,11 +137,7 @@ fn ttl_resolution_table() {
             cli: cli(None, Some(40.0), None),
             active_ms: 40_000,
             suspicion_ms: 40_000,
-            warnings: &[&[
-                "--client_active_ttl_sec=40",
-                "client_active_ttl_sec=30",
-                "overrides",
-            ]],
+            warnings: &[&["--client_active_ttl_sec=40", "client_active_ttl_sec=30", "overrides"]],
         },
         Case {
             name: "command line equal to file: no warning",
@@ -182,21 +170,9 @@ fn ttl_resolution_table() {
             active_ms: 40_000,
             suspicion_ms: 40_000,
             warnings: &[
-                &[
-                    "client_active_ttl_sec=30",
-                    "client_live_ttl_sec=60",
-                    "config file",
-                ],
-                &[
-                    "--client_active_ttl_sec=40",
-                    "--client_ttl=50",
-                    "command line",
-                ],
-                &[
-                    "--client_active_ttl_sec=40",
-                    "overrides",
-                    "client_active_ttl_sec=30",
-                ],
+                &["client_active_ttl_sec=30", "client_live_ttl_sec=60", "config file"],
+                &["--client_active_ttl_sec=40", "--client_ttl=50", "command line"],
+                &["--client_active_ttl_sec=40", "overrides", "client_active_ttl_sec=30"],
             ],
         },
         Case {
@@ -221,10 +197,7 @@ fn ttl_resolution_table() {
             cli: cli(None, None, Some(35.0)),
             active_ms: 10_000,
             suspicion_ms: 35_000,
-            warnings: &[&[
-                "--client_suspicion_ttl_sec=35",
-                "client_suspicion_ttl_sec=25",
-            ]],
+            warnings: &[&["--client_suspicion_ttl_sec=35", "client_suspicion_ttl_sec=25"]],
         },
         Case {
             name: "file legacy and suspicion",
@@ -274,13 +247,7 @@ fn ttl_resolution_table() {
             "{}: stall bound derives from the resolved active TTL",
             case.name
         );
-        assert_eq!(
-            r.warnings.len(),
-            case.warnings.len(),
-            "{}: {:?}",
-            case.name,
-            r.warnings
-        );
+        assert_eq!(r.warnings.len(), case.warnings.len(), "{}: {:?}", case.name, r.warnings);
         for (got, want) in r.warnings.iter().zip(case.warnings) {
             for part in *want {
                 assert!(got.contains(part), "{}: {got:?} lacks {part:?}", case.name);
@@ -323,16 +290,8 @@ fn each_ttl_input_rejects_non_positive_values() {
             cli(None, Some(0.0), None),
             "--client_active_ttl_sec must be > 0, got 0",
         ),
-        (
-            None,
-            cli(Some(0.0), None, None),
-            "--client_ttl must be > 0, got 0",
-        ),
-        (
-            None,
-            cli(Some(-60.0), None, None),
-            "--client_ttl must be > 0, got -60",
-        ),
+        (None, cli(Some(0.0), None, None), "--client_ttl must be > 0, got 0"),
+        (None, cli(Some(-60.0), None, None), "--client_ttl must be > 0, got -60"),
         (
             Some(json!({"client_suspicion_ttl_sec": -5})),
             none(),
@@ -382,10 +341,7 @@ fn each_ttl_input_rejects_non_positive_values() {
     ];
     for (file_v, cli, want) in cases {
         let err = run(file_v, &cli).expect_err(want);
-        assert!(
-            matches!(err, ConfigError::NonPositive { .. }),
-            "{want}: {err:?}"
-        );
+        assert!(matches!(err, ConfigError::NonPositive { .. }), "{want}: {err:?}");
         assert!(err.to_string().contains(want), "{err} lacks {want}");
     }
 }
@@ -416,13 +372,7 @@ const BOOL_KEYS: [&str; 2] = ["stall_brake", "mass_suspicion_brake"];
 fn wrong_types_are_rejected_with_key_and_value() {
     let mut cases: Vec<(&str, Value)> = Vec::new();
     for key in NUMBER_KEYS.iter().chain(["shutdown_drain_ms"].iter()) {
-        for v in [
-            json!("10"),
-            json!(true),
-            json!({"sec": 10}),
-            json!([10]),
-            json!(null),
-        ] {
+        for v in [json!("10"), json!(true), json!({"sec": 10}), json!([10]), json!(null)] {
             cases.push((key, v));
         }
     }
@@ -436,10 +386,7 @@ fn wrong_types_are_rejected_with_key_and_value() {
     }
     for (key, v) in cases {
         let err = run(Some(json!({ key: v.clone() })), &cli(None, None, None)).expect_err(key);
-        assert!(
-            matches!(err, ConfigError::WrongType { .. }),
-            "{key}={v}: {err:?}"
-        );
+        assert!(matches!(err, ConfigError::WrongType { .. }), "{key}={v}: {err:?}");
         let msg = err.to_string();
         assert!(msg.starts_with(key), "{msg}");
         assert!(msg.ends_with(&format!("got {v}")), "{msg} lacks {v}");
@@ -466,18 +413,12 @@ fn out_of_range_values_are_rejected_with_key_and_value() {
             json!({"offboarding_batch_size": 0}),
             "offboarding_batch_size must be > 0, got 0",
         ),
-        (
-            json!({"offboarding_burst": 0}),
-            "offboarding_burst must be > 0, got 0",
-        ),
+        (json!({"offboarding_burst": 0}), "offboarding_burst must be > 0, got 0"),
         (
             json!({"mass_suspicion_min_clients": 0}),
             "mass_suspicion_min_clients must be > 0, got 0",
         ),
-        (
-            json!({"monitor_tick_ms": 0}),
-            "monitor_tick_ms must be > 0, got 0",
-        ),
+        (json!({"monitor_tick_ms": 0}), "monitor_tick_ms must be > 0, got 0"),
         (
             json!({"monitor_tick_ms": -100}),
             "monitor_tick_ms must be > 0, got -100",
@@ -486,14 +427,8 @@ fn out_of_range_values_are_rejected_with_key_and_value() {
             json!({"monitor_tick_ms": 100.5}),
             "monitor_tick_ms must be a whole number, got 100.5",
         ),
-        (
-            json!({"stall_bound_ms": 0}),
-            "stall_bound_ms must be > 0, got 0",
-        ),
-        (
-            json!({"shutdown_drain_ms": 0}),
-            "shutdown_drain_ms must be > 0, got 0",
-        ),
+        (json!({"stall_bound_ms": 0}), "stall_bound_ms must be > 0, got 0"),
+        (json!({"shutdown_drain_ms": 0}), "shutdown_drain_ms must be > 0, got 0"),
         (
             json!({"offboarding_retry_backoff_ms": 0}),
             "offboarding_retry_backoff_ms must be > 0, got 0",
@@ -561,22 +496,15 @@ fn out_of_range_values_are_rejected_with_key_and_value() {
 
 #[test]
 fn yaml_non_finite_numbers_are_rejected() {
-    for key in TTL_KEYS.iter().chain(
-        [
-            "offboarding_rate_per_sec",
-            "mass_suspicion_fraction",
-            "monitor_tick_ms",
-        ]
-        .iter(),
-    ) {
+    for key in TTL_KEYS
+        .iter()
+        .chain(["offboarding_rate_per_sec", "mass_suspicion_fraction", "monitor_tick_ms"].iter())
+    {
         for (lit, shown) in [(".nan", "NaN"), (".inf", "inf"), ("-.inf", "-inf")] {
             let raw = RawConfig::from_yaml_str(&format!("{key}: {lit}\n")).unwrap();
             let err = LivenessConfig::from_raw(&raw).expect_err(key);
             assert!(matches!(err, ConfigError::NotFinite { .. }), "{err:?}");
-            assert_eq!(
-                err.to_string(),
-                format!("{key} must be a finite number, got {shown}")
-            );
+            assert_eq!(err.to_string(), format!("{key} must be a finite number, got {shown}"));
         }
     }
     let err = resolve(None, &cli(None, Some(f64::INFINITY), None)).unwrap_err();
@@ -610,10 +538,8 @@ fn command_line_beats_file_for_other_keys() {
     assert_eq!(
         r.warnings,
         vec![
-            "command line --monitor_tick_ms=50 overrides config file monitor_tick_ms=100"
-                .to_owned(),
-            "command line --offboarding_mode=\"async\" overrides config file offboarding_mode=\"sync\""
-                .to_owned(),
+            "command line --monitor_tick_ms=50 overrides config file monitor_tick_ms=100".to_owned(),
+            "command line --offboarding_mode=\"async\" overrides config file offboarding_mode=\"sync\"".to_owned(),
         ]
     );
     // The backoff order is checked after merging the two sources.
@@ -635,11 +561,7 @@ fn command_line_beats_file_for_other_keys() {
 
 #[test]
 fn stall_bound_derives_from_the_resolved_active_ttl() {
-    let r = run(
-        Some(json!({"client_active_ttl_sec": 30})),
-        &cli(Some(8.0), None, None),
-    )
-    .unwrap();
+    let r = run(Some(json!({"client_active_ttl_sec": 30})), &cli(Some(8.0), None, None)).unwrap();
     assert_eq!(r.config.stall_bound_ms, 4_000);
     let r = run(
         Some(json!({"client_active_ttl_sec": 30, "stall_bound_ms": 700})),
@@ -706,9 +628,7 @@ fn defaults_match_the_documented_table() {
 }
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/config")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/config").join(name)
 }
 
 fn only_unknown_key_warnings(r: &Resolved) {
@@ -747,24 +667,16 @@ fn example_master_json_loads() {
     assert_eq!(c.mass_suspicion_fraction, 0.5);
     // A command line on top of the shipped file.
     let r = resolve(Some(&raw), &cli(Some(15.0), None, None)).unwrap();
-    assert_eq!(
-        (r.config.active_ttl_ms, r.config.suspicion_ttl_ms),
-        (15_000, 60_000)
-    );
+    assert_eq!((r.config.active_ttl_ms, r.config.suspicion_ttl_ms), (15_000, 60_000));
     assert!(r.warnings.iter().any(|w| w.contains("--client_ttl=15")));
 }
 
 #[test]
 fn legacy_yaml_file_resolves_like_upstream() {
     // The shape Mooncake shipped before the dual TTLs.
-    let raw =
-        RawConfig::from_yaml_str("rpc_port: 50051\nenable_ha: false\nclient_live_ttl_sec: 60\n")
-            .unwrap();
+    let raw = RawConfig::from_yaml_str("rpc_port: 50051\nenable_ha: false\nclient_live_ttl_sec: 60\n").unwrap();
     let r = LivenessConfig::from_raw(&raw).unwrap();
-    assert_eq!(
-        (r.config.active_ttl_ms, r.config.suspicion_ttl_ms),
-        (60_000, 60_000)
-    );
+    assert_eq!((r.config.active_ttl_ms, r.config.suspicion_ttl_ms), (60_000, 60_000));
 }
 
 /// A scratch file under the target directory, removed on drop.
@@ -793,25 +705,16 @@ fn from_path_picks_the_format_by_extension() {
     let conf_yaml = Scratch::new("c.conf", "client_active_ttl_sec: 5\n");
     for (s, want) in [(&yml, 3_000), (&conf_json, 4_000), (&conf_yaml, 5_000)] {
         let raw = RawConfig::from_path(&s.0).unwrap();
-        assert_eq!(
-            LivenessConfig::from_raw(&raw).unwrap().config.active_ttl_ms,
-            want
-        );
+        assert_eq!(LivenessConfig::from_raw(&raw).unwrap().config.active_ttl_ms, want);
     }
     // YAML text in a .json file is a JSON error naming the file.
     let wrong = Scratch::new("d.json", "client_active_ttl_sec: 5\n");
     let err = RawConfig::from_path(&wrong.0).unwrap_err();
-    assert!(
-        matches!(err, ConfigError::Parse { format: "JSON", .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, ConfigError::Parse { format: "JSON", .. }), "{err:?}");
     assert!(err.to_string().contains("d.json"), "{err}");
     let bad = Scratch::new("e.yaml", "a: [1\n");
     let err = RawConfig::from_path(&bad.0).unwrap_err();
-    assert!(
-        matches!(err, ConfigError::Parse { format: "YAML", .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, ConfigError::Parse { format: "YAML", .. }), "{err:?}");
     let neither = Scratch::new("f.conf", "{{{");
     let err = RawConfig::from_path(&neither.0).unwrap_err();
     assert!(
@@ -875,11 +778,7 @@ fn reload_swaps_and_rejects_invalid() {
         },
     ] {
         assert!(handle.reload(bad).is_err());
-        assert_eq!(
-            *handle.load(),
-            next,
-            "a rejected reload keeps the current config"
-        );
+        assert_eq!(*handle.load(), next, "a rejected reload keeps the current config");
     }
 }
 
@@ -931,15 +830,7 @@ fn any_key() -> impl Strategy<Value = String> {
     let known: Vec<String> = NUMBER_KEYS
         .iter()
         .chain(BOOL_KEYS.iter())
-        .chain(
-            [
-                "offboarding_mode",
-                "shutdown_drain_ms",
-                "client_ttl",
-                "rpc_port",
-            ]
-            .iter(),
-        )
+        .chain(["offboarding_mode", "shutdown_drain_ms", "client_ttl", "rpc_port"].iter())
         .map(|k| k.to_string())
         .collect();
     prop_oneof![proptest::sample::select(known), "[a-z_]{1,12}"]

@@ -15,10 +15,7 @@ fn silent_client_goes_suspected_then_offline_on_the_tick_grid() {
     h.run_to(60_000);
     assert_eq!(
         h.transitions(),
-        vec![
-            (10_000, 1, "Active", "Suspected"),
-            (30_000, 1, "Suspected", "Offline")
-        ]
+        vec![(10_000, 1, "Active", "Suspected"), (30_000, 1, "Suspected", "Offline")]
     );
     assert_eq!(h.jobs.len(), 1, "exactly one job per incarnation");
 }
@@ -29,18 +26,11 @@ fn boundaries_are_inclusive_and_never_early() {
     h.run_to(5_050);
     h.mount(1); // signal at 5_050: deadline 15_050, first tick >= it is 15_100
     h.run_to(15_099);
-    assert!(
-        h.transitions().is_empty(),
-        "suspected before the active TTL passed"
-    );
+    assert!(h.transitions().is_empty(), "suspected before the active TTL passed");
     h.run_to(15_100);
     assert_eq!(h.transitions(), vec![(15_100, 1, "Active", "Suspected")]);
     h.run_to(35_099);
-    assert_eq!(
-        h.transitions().len(),
-        1,
-        "offline before the suspicion TTL passed"
-    );
+    assert_eq!(h.transitions().len(), 1, "offline before the suspicion TTL passed");
     h.run_to(35_100);
     assert_eq!(h.transitions()[1], (35_100, 1, "Suspected", "Offline"));
 }
@@ -65,11 +55,7 @@ fn suspicion_counts_from_the_commit_not_from_the_deadline() {
     assert!(h.stalls().is_empty());
     assert_eq!(h.transitions(), vec![(14_900, 1, "Active", "Suspected")]);
     h.run_to(34_899);
-    assert_eq!(
-        h.transitions().len(),
-        1,
-        "window shortened by the late monitor"
-    );
+    assert_eq!(h.transitions().len(), 1, "window shortened by the late monitor");
     h.run_to(34_900);
     assert_eq!(h.transitions()[1], (34_900, 1, "Suspected", "Offline"));
 }
@@ -120,19 +106,11 @@ fn pinging_client_stays_active() {
 fn ready_active_client_gets_ok_and_readiness_survives_suspicion() {
     let mut h = Harness::new(config(A, S));
     h.mount(1);
-    assert_eq!(
-        h.ping(1),
-        PingStatus::NeedRemount,
-        "new incarnation starts not ready"
-    );
+    assert_eq!(h.ping(1), PingStatus::NeedRemount, "new incarnation starts not ready");
     assert!(h.live.set_ready(ClientId(1), true));
     assert_eq!(h.ping(1), PingStatus::Ok);
     h.run_to(11_000);
-    assert_eq!(
-        h.ping(1),
-        PingStatus::Ok,
-        "Suspected + ready: recovered, then OK"
-    );
+    assert_eq!(h.ping(1), PingStatus::Ok, "Suspected + ready: recovered, then OK");
 }
 
 #[test]
@@ -177,9 +155,7 @@ fn successful_mount_recovers_a_suspected_client() {
     h.mount(1);
     h.run_to(15_000);
     match h.try_mount(1, true) {
-        MountOutcome::Mounted {
-            recovered, created, ..
-        } => {
+        MountOutcome::Mounted { recovered, created, .. } => {
             assert!(!created);
             assert_eq!(recovered.unwrap().to, LivenessState::Active);
         }
@@ -218,17 +194,13 @@ fn stale_incarnation_token_gets_need_remount() {
     let mut h = Harness::new(config(A, S));
     h.mount(1);
     h.live.set_ready(ClientId(1), true);
-    assert_eq!(
-        h.live.ping(ClientId(1), Some(Incarnation(1))).status,
-        PingStatus::Ok
-    );
+    assert_eq!(h.live.ping(ClientId(1), Some(Incarnation(1))).status, PingStatus::Ok);
     assert_eq!(
         h.live.ping(ClientId(1), Some(Incarnation(9))).status,
         PingStatus::NeedRemount
     );
     assert!(matches!(
-        h.live
-            .mount(ClientId(1), Some(Incarnation(9)), |_| Ok::<(), ()>(())),
+        h.live.mount(ClientId(1), Some(Incarnation(9)), |_| Ok::<(), ()>(())),
         MountOutcome::StaleToken
     ));
     // A stale token does not refresh: the client is suspected on its original deadline.

@@ -3,8 +3,7 @@
 
 use mooncake_liveness::monitor::MonitorThread;
 use mooncake_liveness::{
-    ClientId, Clock, Liveness, LivenessConfig, LivenessEvent, LivenessState, ManualClock,
-    MountOutcome,
+    ClientId, Clock, Liveness, LivenessConfig, LivenessEvent, LivenessState, ManualClock, MountOutcome,
 };
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -33,24 +32,14 @@ fn thread_commits_suspicion_offline_and_hands_back_the_job() {
     })
     .unwrap();
     clock.set_ms(1_000);
-    let first = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("no suspicion");
+    let first = rx.recv_timeout(Duration::from_secs(30)).expect("no suspicion");
     assert!(matches!(first, Ok(LivenessEvent::Transition(t)) if t.to == LivenessState::Suspected));
     clock.set_ms(5_000);
-    let second = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("no offline");
+    let second = rx.recv_timeout(Duration::from_secs(30)).expect("no offline");
     assert!(matches!(second, Ok(LivenessEvent::Transition(t)) if t.to == LivenessState::Offline));
-    let job = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("no job")
-        .unwrap_err();
+    let job = rx.recv_timeout(Duration::from_secs(30)).expect("no job").unwrap_err();
     assert_eq!(job.client(), ClientId(1));
     let monitor = handle.stop().expect("monitor returned");
     assert_eq!((monitor.stats().suspected, monitor.stats().offline), (1, 1));
-    assert!(mooncake_liveness::complete_client_offboarding(
-        live.registry(),
-        job
-    ));
+    assert!(mooncake_liveness::complete_client_offboarding(live.registry(), job));
 }

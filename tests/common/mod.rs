@@ -3,8 +3,8 @@
 
 use mooncake_liveness::liveness::LostReason;
 use mooncake_liveness::{
-    ClientId, ClientLivenessRecord, Clock, Incarnation, Liveness, LivenessConfig, LivenessEvent,
-    ManualClock, Monitor, MountOutcome, PingStatus, TickReport,
+    ClientId, ClientLivenessRecord, Clock, Incarnation, Liveness, LivenessConfig, LivenessEvent, ManualClock, Monitor,
+    MountOutcome, PingStatus, TickReport,
 };
 use std::sync::Arc;
 
@@ -77,13 +77,8 @@ impl Harness {
     }
 
     pub fn try_mount(&self, id: u128, ok: bool) -> MountOutcome<(), &'static str> {
-        self.live.mount(ClientId(id), None, |_| {
-            if ok {
-                Ok(())
-            } else {
-                Err("mount failed")
-            }
-        })
+        self.live
+            .mount(ClientId(id), None, |_| if ok { Ok(()) } else { Err("mount failed") })
     }
 
     pub fn ping(&self, id: u128) -> PingStatus {
@@ -95,9 +90,7 @@ impl Harness {
         self.events
             .iter()
             .filter_map(|e| match e {
-                LivenessEvent::Transition(t) => {
-                    Some((t.at_ms, t.client.0, t.from.as_str(), t.to.as_str()))
-                }
+                LivenessEvent::Transition(t) => Some((t.at_ms, t.client.0, t.from.as_str(), t.to.as_str())),
                 _ => None,
             })
             .collect()
@@ -126,9 +119,7 @@ impl Harness {
     }
 }
 
-pub fn lost_reason<T: std::fmt::Debug, E: std::fmt::Debug>(
-    o: &MountOutcome<T, E>,
-) -> Option<LostReason> {
+pub fn lost_reason<T: std::fmt::Debug, E: std::fmt::Debug>(o: &MountOutcome<T, E>) -> Option<LostReason> {
     match o {
         MountOutcome::Lost(_, r) => Some(*r),
         _ => None,
