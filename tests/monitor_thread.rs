@@ -41,5 +41,10 @@ fn thread_commits_suspicion_offline_and_hands_back_the_job() {
     assert_eq!(job.client(), ClientId(1));
     let monitor = handle.stop().expect("monitor returned");
     assert_eq!((monitor.stats().suspected, monitor.stats().offline), (1, 1));
-    assert!(mooncake_liveness::complete_client_offboarding(live.registry(), job));
+    assert!(mooncake_liveness::complete_client_offboarding(
+        &mut mooncake_liveness::offboarding::NoResources,
+        live.registry(),
+        job
+    )
+    .is_ok());
 }

@@ -37,7 +37,7 @@ use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, Incarnation, Liveness, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
-use crate::sync::CellArc;
+use crate::sync::{Arc, CellArc};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -53,6 +53,19 @@ pub enum MasterEvent {
         at_ms: u64,
         /// The credited stall.
         ms: u64,
+    },
+    /// An offboarding attempt failed; the job will be retried after its backoff.
+    OffboardingRetry {
+        /// The client.
+        client: ClientId,
+        /// The incarnation.
+        incarnation: Incarnation,
+        /// The failed step.
+        step: crate::offboarding::Step,
+        /// The attempt that failed (1 = first).
+        attempt: u32,
+        /// When (base clock).
+        at_ms: u64,
     },
     /// An offboarding job completed and its record was erased.
     Offboarded {
@@ -165,7 +178,7 @@ impl Default for MasterOptions {
 /// The reference master.
 #[derive(Debug)]
 pub struct Master {
-    live: Liveness,
+    live: Arc<Liveness>,
     monitor: Monitor,
     options: MasterOptions,
     rng: ChaCha8Rng,
@@ -177,6 +190,7 @@ pub struct Master {
     local_disks: BTreeMap<ClientId, LocalDisk>,
     nof: nof::NofSegments,
     quotas: BTreeMap<String, TenantQuota>,
+    offboarding: offboard::Offboarding,
     lru: BTreeMap<u64, String>,
     clock_lru: u64,
     external: Box<dyn ExternalMetadata>,
@@ -186,7 +200,7 @@ pub struct Master {
 impl Master {
     /// A master on `clock` with `config`.
     pub fn new(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
-        let live = Liveness::new(clock, config);
+        let live = Arc::new(Liveness::new(clock, config));
         let monitor = Monitor::new(&live);
         Self {
             rng: ChaCha8Rng::seed_from_u64(options.seed),
@@ -201,6 +215,7 @@ impl Master {
             local_disks: BTreeMap::new(),
             nof: nof::NofSegments::default(),
             quotas: BTreeMap::new(),
+            offboarding: offboard::Offboarding::default(),
             lru: BTreeMap::new(),
             clock_lru: 0,
             external: Box::new(InMemoryMetadata::default()),
@@ -218,7 +233,8 @@ impl Master {
         &self.monitor
     }
 
-    /// Runs one monitor tick at the clock's time and completes the offboarding jobs it minted.
+    /// Runs one monitor tick at the clock's time, then offboarding: retries that are due, then
+    /// the jobs this tick minted (first attempt at the committing tick).
     pub fn tick(&mut self) {
         let report = self.monitor.tick(&self.live);
         for ev in report.events {
@@ -227,9 +243,12 @@ impl Master {
                 LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
             });
         }
-        for job in report.jobs {
-            self.offboard(job);
-        }
+        self.run_offboarding(report.jobs);
+    }
+
+    /// A shared handle on the liveness core (Ping handlers use it without touching the master).
+    pub fn liveness_handle(&self) -> Arc<Liveness> {
+        self.live.clone()
     }
 
     /// Takes the events produced since the last call, in the order they happened.
@@ -293,6 +312,10 @@ impl Master {
     }
 
     fn refund(&mut self, tenant: &str, bytes: u64) {
+        if let Some(sink) = self.offboarding.deferred_refunds.as_mut() {
+            *sink.entry(tenant.to_string()).or_default() += bytes;
+            return;
+        }
         if let Some(q) = self.quotas.get_mut(tenant) {
             q.used = q.used.saturating_sub(bytes);
         }

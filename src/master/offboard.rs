@@ -1,69 +1,236 @@
-//! Completing a `ClientOffboardingJob` synchronously, in the RFC's step order.
+//! The master's offboarding: the five steps over its metadata, fault injection, retries on the
+//! backoff schedule, and the start rate limit.
 //!
 //! Cost is proportional to what the incarnation holds: the per-owner segment index, each
 //! segment's key set, the LocalDisk key set and the per-executor task index. Nothing sweeps the
 //! whole metadata (upstream walks every shard per batch).
+//!
+//! Synchronous mode: the tick that commits Offline runs the first attempt inline; a failed job
+//! waits in `pending` until `backoff·2^(k−1)` (capped) after failure k, and is retried by the
+//! first tick at or after that time. The Offline record stays in the registry (the barrier)
+//! until the job completes.
 
-use super::Master;
-use super::MasterEvent;
-use crate::liveness::ClientLivenessRecord;
-use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob};
+use super::{Master, MasterEvent, ReplicaKind};
+use crate::liveness::ClientId;
+use crate::offboarding::brakes::TokenBucket;
+use crate::offboarding::{complete_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps, Step};
 use crate::sync::Arc;
+use std::collections::BTreeMap;
+
+/// The master's offboarding state.
+#[derive(Debug, Default)]
+pub(super) struct Offboarding {
+    /// Jobs waiting for a retry (or a rate-limit token), by (due time, sequence).
+    pending: BTreeMap<(u64, u64), ClientOffboardingJob>,
+    seq: u64,
+    /// Injected failures left per step (`fail_step`).
+    faults: BTreeMap<Step, u32>,
+    /// While a step runs: where quota refunds go instead of the quota table.
+    pub(super) deferred_refunds: Option<BTreeMap<String, u64>>,
+    bucket: Option<TokenBucket>,
+}
+
+/// A pending job as the diagnostic query shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PendingJob {
+    /// Attempts made.
+    pub attempts: u32,
+    /// Steps completed.
+    pub steps_done: Vec<Step>,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// When the next attempt may run (base clock).
+    pub next_attempt_ms: u64,
+}
 
 impl Master {
-    /// Runs every step of `job` and compare-and-erases its record.
-    pub(super) fn offboard(&mut self, job: ClientOffboardingJob) {
-        let record = job.record().clone();
-        let names = self.offboard_metadata(&record);
-        self.offboard_local_disk(&record);
-        for name in &names {
-            let _ = self.external.delete(name);
+    /// Fault injection: the next `times` executions of `step` fail.
+    pub fn fail_step(&mut self, step: Step, times: u32) {
+        *self.offboarding.faults.entry(step).or_default() += times;
+    }
+
+    /// Pending (failed or rate-limited) offboarding jobs.
+    pub fn pending_jobs(&self) -> impl Iterator<Item = (ClientId, PendingJob)> + '_ {
+        self.offboarding.pending.iter().map(|((due, _), job)| {
+            let status = PendingJob {
+                attempts: job.attempts(),
+                steps_done: job.steps_done(),
+                last_error: job.last_error().map(|e| e.to_string()),
+                next_attempt_ms: *due,
+            };
+            (job.client(), status)
+        })
+    }
+
+    /// Runs due retries, then first attempts of `fresh` jobs.
+    pub(super) fn run_offboarding(&mut self, fresh: Vec<ClientOffboardingJob>) {
+        let now = self.live.clock().base().now_ms();
+        let due: Vec<(u64, u64)> = self
+            .offboarding
+            .pending
+            .range(..(now + 1, 0))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in due {
+            if let Some(job) = self.offboarding.pending.remove(&key) {
+                self.attempt(job, now);
+            }
         }
-        let (client, incarnation, at_ms) = (job.client(), job.incarnation(), self.live.clock().base().now_ms());
-        if complete_client_offboarding(self.live.registry(), job) {
-            self.events.push(MasterEvent::Offboarded {
-                client,
-                incarnation,
-                attempts: 1,
-                at_ms,
-            });
+        for job in fresh {
+            self.attempt(job, now);
         }
     }
 
-    /// `metadata` + `segments`: every replica on the incarnation's segments, every task it
-    /// executes, then the segments themselves. Returns the unmounted segment names.
-    fn offboard_metadata(&mut self, record: &Arc<ClientLivenessRecord>) -> Vec<String> {
+    fn attempt(&mut self, job: ClientOffboardingJob, now: u64) {
+        if job.attempts() == 0 && !self.take_start_token(now) {
+            self.park(job, now + self.monitor.tick_ms());
+            return;
+        }
+        let live = self.live.clone();
+        match complete_client_offboarding(self, live.registry(), job) {
+            Ok(done) => self.events.push(MasterEvent::Offboarded {
+                client: done.client,
+                incarnation: done.incarnation,
+                attempts: done.attempts,
+                at_ms: now,
+            }),
+            Err(job) => {
+                let step = job.last_error().map_or(Step::Metadata, |e| e.step);
+                self.events.push(MasterEvent::OffboardingRetry {
+                    client: job.client(),
+                    incarnation: job.incarnation(),
+                    step,
+                    attempt: job.attempts(),
+                    at_ms: now,
+                });
+                let config = self.live.config().load();
+                let delay = ClientOffboardingJob::backoff_ms(
+                    job.attempts(),
+                    config.offboarding_retry_backoff_ms,
+                    config.offboarding_retry_max_backoff_ms,
+                );
+                drop(config);
+                self.park(job, now.saturating_add(delay));
+            }
+        }
+    }
+
+    fn park(&mut self, job: ClientOffboardingJob, due: u64) {
+        self.offboarding.seq += 1;
+        self.offboarding.pending.insert((due, self.offboarding.seq), job);
+    }
+
+    fn take_start_token(&mut self, now: u64) -> bool {
+        let config = self.live.config().load();
+        let bucket = self
+            .offboarding
+            .bucket
+            .get_or_insert_with(|| TokenBucket::new(config.offboarding_rate_per_sec, config.offboarding_burst, now));
+        bucket.try_take(now)
+    }
+
+    fn check_fault(&mut self, step: Step) -> Result<(), CleanupError> {
+        match self.offboarding.faults.get_mut(&step) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                Err(CleanupError::new(step, "injected failure"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `metadata`: tasks the incarnation executes, tasks touching its segments, replicas on its
+    /// segments and its LocalDisk replicas. Quota refunds are recorded in the job.
+    fn step_metadata(&mut self, job: &mut ClientOffboardingJob) {
+        let record = job.record().clone();
         let client = record.client();
+        self.offboarding.deferred_refunds = Some(std::mem::take(&mut job.refunds));
         for task in self.tasks.of_client(client) {
-            if self.tasks.get(task).is_some_and(|t| Arc::ptr_eq(&t.executor, record)) {
+            if self.tasks.get(task).is_some_and(|t| Arc::ptr_eq(&t.executor, &record)) {
                 self.cancel_task(task);
             }
         }
-        let mut names = Vec::new();
-        for sid in self.segments.owned_by(client) {
-            if self.segments.get(sid).is_some_and(|s| Arc::ptr_eq(&s.owner, record)) {
-                names.extend(self.drop_segment(sid));
+        for sid in self.owned_segments(&record) {
+            let keys: Vec<String> = self
+                .segments
+                .get(sid)
+                .map(|s| s.keys.iter().cloned().collect())
+                .unwrap_or_default();
+            for key in keys {
+                self.cancel_tasks_touching(&key, sid);
+                self.remove_replicas(&key, |r| r.segment() == Some(sid));
             }
         }
-        names
+        if let Some(disk) = self.local_disks.get(&client).filter(|d| Arc::ptr_eq(&d.owner, &record)) {
+            let keys: Vec<String> = disk.keys.iter().cloned().collect();
+            for key in keys {
+                self.remove_replicas(
+                    &key,
+                    |r| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, &record)),
+                );
+            }
+        }
+        job.refunds = self.offboarding.deferred_refunds.take().unwrap_or_default();
     }
 
-    /// `local_disk`: the LocalDisk replicas, offload and promotion work, and the registration.
-    fn offboard_local_disk(&mut self, record: &Arc<ClientLivenessRecord>) {
-        let client = record.client();
-        let Some(disk) = self.local_disks.get(&client) else {
-            return;
-        };
-        if !Arc::ptr_eq(&disk.owner, record) {
-            return;
+    fn owned_segments(&self, record: &Arc<crate::liveness::ClientLivenessRecord>) -> Vec<super::SegmentId> {
+        self.segments
+            .owned_by(record.client())
+            .into_iter()
+            .filter(|sid| self.segments.get(*sid).is_some_and(|s| Arc::ptr_eq(&s.owner, record)))
+            .collect()
+    }
+
+    /// `segments`: unmount the (now empty) segments; remember their names.
+    fn step_segments(&mut self, job: &mut ClientOffboardingJob) {
+        let record = job.record().clone();
+        for sid in self.owned_segments(&record) {
+            if let Some(name) = self.drop_segment(sid) {
+                job.segment_names.push(name);
+            }
         }
-        let keys: Vec<String> = disk.keys.iter().cloned().collect();
-        for key in keys {
-            self.remove_replicas(
-                &key,
-                |r| matches!(&r.kind, super::ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, record)),
-            );
+    }
+
+    /// `local_disk`: the registration goes (its replicas and offloads went with `metadata`).
+    fn step_local_disk(&mut self, job: &mut ClientOffboardingJob) {
+        let client = job.client();
+        if self
+            .local_disks
+            .get(&client)
+            .is_some_and(|d| Arc::ptr_eq(&d.owner, job.record()))
+        {
+            self.local_disks.remove(&client);
         }
-        self.local_disks.remove(&client);
+    }
+
+    /// `quota`: apply the refunds recorded by `metadata`.
+    fn step_quota(&mut self, job: &mut ClientOffboardingJob) {
+        for (tenant, bytes) in std::mem::take(&mut job.refunds) {
+            self.refund(&tenant, bytes);
+        }
+    }
+
+    /// `external_metadata`: delete the unmounted segments' entries (idempotent).
+    fn step_external(&mut self, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
+        for name in &job.segment_names {
+            self.external
+                .delete(name)
+                .map_err(|e| CleanupError::new(Step::ExternalMetadata, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl OffboardingSteps for Master {
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
+        self.check_fault(step)?;
+        match step {
+            Step::Metadata => self.step_metadata(job),
+            Step::Segments => self.step_segments(job),
+            Step::LocalDisk => self.step_local_disk(job),
+            Step::Quota => self.step_quota(job),
+            Step::ExternalMetadata => self.step_external(job)?,
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,10 @@
 //! Offboarding: `prepare` (win the Suspected → Offline commit) → `ClientOffboardingJob` →
-//! `complete`.
+//! `complete` (run the steps `metadata`, `segments`, `local_disk`, `quota`,
+//! `external_metadata` in order, then compare-and-erase the record).
+//!
+//! Each step records its completion in the job, so a failed attempt leaves the job retryable
+//! and a retry resumes at the failed step (invariant 17). The caller schedules retries with
+//! [`ClientOffboardingJob::backoff_ms`].
 //!
 //! A [`ClientOffboardingJob`] is a capability in the rustls sense: it is not `Clone`, has no
 //! public constructor, and the only way to mint one is to present the proof that the caller
@@ -21,58 +26,9 @@
 //! }
 //! ```
 
-use crate::liveness::record::OfflineCommitted;
-use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Registry};
-use crate::sync::Arc;
+pub mod brakes;
+mod job;
 
-/// The retryable terminal cleanup of one Offline incarnation.
-#[derive(Debug)]
-pub struct ClientOffboardingJob {
-    record: Arc<ClientLivenessRecord>,
-    committed_at_ms: u64,
-    attempts: u32,
-}
-
-impl ClientOffboardingJob {
-    /// Mints the job for `record` from the proof that the caller committed it Offline.
-    pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
-        Self {
-            record,
-            committed_at_ms: at_ms,
-            attempts: 0,
-        }
-    }
-
-    /// The client being offboarded.
-    pub fn client(&self) -> ClientId {
-        self.record.client()
-    }
-
-    /// The incarnation being offboarded.
-    pub fn incarnation(&self) -> Incarnation {
-        self.record.incarnation()
-    }
-
-    /// The Offline record (the remount barrier while the job is pending).
-    pub fn record(&self) -> &Arc<ClientLivenessRecord> {
-        &self.record
-    }
-
-    /// Base-clock time at which Offline was committed.
-    pub fn committed_at_ms(&self) -> u64 {
-        self.committed_at_ms
-    }
-
-    /// Completed attempts so far.
-    pub fn attempts(&self) -> u32 {
-        self.attempts
-    }
-}
-
-/// Completes a job whose cleanup has been done: compare-and-erases the record from the registry
-/// (only if the registry still maps the client id to this very record) and consumes the job.
-/// Returns whether this call erased it.
-pub fn complete_client_offboarding(registry: &Registry, mut job: ClientOffboardingJob) -> bool {
-    job.attempts += 1;
-    registry.compare_and_erase(&job.record)
-}
+pub use job::{
+    complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, NoResources, OffboardingSteps, Step,
+};

@@ -4,7 +4,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, Liveness, MountOutcome, PingStatus};
 use crate::monitor::{LivenessEvent, Monitor};
-use crate::offboarding::complete_client_offboarding;
+use crate::offboarding::{complete_client_offboarding, NoResources};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -112,7 +112,7 @@ fn run_tick(live: &Liveness, monitor: &mut Monitor, report: &mut DemoReport) {
     }
     for job in tick.jobs {
         let (client, inc, at) = (job.client(), job.incarnation(), job.committed_at_ms());
-        if complete_client_offboarding(live.registry(), job) {
+        if complete_client_offboarding(&mut NoResources, live.registry(), job).is_ok() {
             report.offboarded += 1;
             report.lines.push(
                 json!({"t_ms": at, "event": "offboarded", "client": format!("c{}", client.0),

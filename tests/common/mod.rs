@@ -110,10 +110,12 @@ impl Harness {
         let jobs = std::mem::take(&mut self.jobs);
         let n = jobs.len();
         for job in jobs {
-            assert!(mooncake_liveness::complete_client_offboarding(
+            let done = mooncake_liveness::complete_client_offboarding(
+                &mut mooncake_liveness::offboarding::NoResources,
                 self.live.registry(),
-                job
-            ));
+                job,
+            );
+            assert!(done.is_ok_and(|d| d.erased));
         }
         n
     }

@@ -1,0 +1,266 @@
+//! The job: its steps, their progress, retries, and completion.
+
+use crate::liveness::record::OfflineCommitted;
+use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Registry};
+use crate::sync::Arc;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// One step of offboarding, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Objects, replicas and tasks that reference the incarnation.
+    Metadata,
+    /// Unmount its memory segments and release their allocator registrations.
+    Segments,
+    /// Its LocalDisk registration, offload and promotion work.
+    LocalDisk,
+    /// Converge tenant quotas (apply the refunds the earlier steps recorded).
+    Quota,
+    /// Delete its segments' entries in the external metadata store.
+    ExternalMetadata,
+}
+
+impl Step {
+    /// Every step, in execution order.
+    pub const ALL: [Step; 5] = [
+        Step::Metadata,
+        Step::Segments,
+        Step::LocalDisk,
+        Step::Quota,
+        Step::ExternalMetadata,
+    ];
+
+    /// The name used by `fail_step` and events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Metadata => "metadata",
+            Self::Segments => "segments",
+            Self::LocalDisk => "local_disk",
+            Self::Quota => "quota",
+            Self::ExternalMetadata => "external_metadata",
+        }
+    }
+
+    /// Parses a step name.
+    pub fn parse(name: &str) -> Option<Step> {
+        Step::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A step that failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("offboarding step {step} failed: {message}")]
+#[non_exhaustive]
+pub struct CleanupError {
+    /// The step.
+    pub step: Step,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl CleanupError {
+    /// A failure of `step`.
+    pub fn new(step: Step, message: impl Into<String>) -> Self {
+        Self {
+            step,
+            message: message.into(),
+        }
+    }
+}
+
+/// What runs the steps: the master's metadata, or [`NoResources`] for a liveness-only embedding.
+///
+/// Every step must be idempotent: a retry runs it again only if it did not complete, but a
+/// step that completed its work and then reported failure may run twice.
+pub trait OffboardingSteps {
+    /// Runs `step` for `job`'s incarnation.
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<(), CleanupError>;
+}
+
+/// No resources to clean: every step succeeds at once.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoResources;
+
+impl OffboardingSteps for NoResources {
+    fn run_step(&mut self, _step: Step, _job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
+        Ok(())
+    }
+}
+
+/// The retryable terminal cleanup of one Offline incarnation.
+///
+/// A capability: not `Clone`, no public constructor; minted only from the proof of winning the
+/// Suspected → Offline commit, so there is exactly one per incarnation (invariant 15).
+#[derive(Debug)]
+pub struct ClientOffboardingJob {
+    record: Arc<ClientLivenessRecord>,
+    committed_at_ms: u64,
+    attempts: u32,
+    done: u8,
+    last_error: Option<CleanupError>,
+    /// Segment names the `segments` step unmounted, for `external_metadata`.
+    pub(crate) segment_names: Vec<String>,
+    /// Quota refunds per tenant recorded by `metadata`/`local_disk`, applied by `quota`.
+    pub(crate) refunds: BTreeMap<String, u64>,
+}
+
+/// A job that completed: its record was compare-and-erased.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completed {
+    /// The client.
+    pub client: ClientId,
+    /// The incarnation.
+    pub incarnation: Incarnation,
+    /// Attempts it took (1 = first try).
+    pub attempts: u32,
+    /// Whether the registry still mapped the client to this record (it should, barring a
+    /// restore that replaced it).
+    pub erased: bool,
+}
+
+impl ClientOffboardingJob {
+    /// Mints the job for `record` from the proof that the caller committed it Offline.
+    pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
+        Self {
+            record,
+            committed_at_ms: at_ms,
+            attempts: 0,
+            done: 0,
+            last_error: None,
+            segment_names: Vec::new(),
+            refunds: BTreeMap::new(),
+        }
+    }
+
+    /// The client being offboarded.
+    pub fn client(&self) -> ClientId {
+        self.record.client()
+    }
+
+    /// The incarnation being offboarded.
+    pub fn incarnation(&self) -> Incarnation {
+        self.record.incarnation()
+    }
+
+    /// The Offline record (the remount barrier while the job is pending).
+    pub fn record(&self) -> &Arc<ClientLivenessRecord> {
+        &self.record
+    }
+
+    /// Base-clock time at which Offline was committed.
+    pub fn committed_at_ms(&self) -> u64 {
+        self.committed_at_ms
+    }
+
+    /// Attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Has `step` completed?
+    pub fn is_done(&self, step: Step) -> bool {
+        self.done & step.bit() != 0
+    }
+
+    /// The steps completed so far, in order.
+    pub fn steps_done(&self) -> Vec<Step> {
+        Step::ALL.into_iter().filter(|s| self.is_done(*s)).collect()
+    }
+
+    /// The last failure, if the last attempt failed.
+    pub fn last_error(&self) -> Option<&CleanupError> {
+        self.last_error.as_ref()
+    }
+
+    /// The delay before retry number `attempt` (1 = after the first failure):
+    /// `base · 2^(attempt−1)`, capped at `max`.
+    pub fn backoff_ms(attempt: u32, base_ms: u64, max_ms: u64) -> u64 {
+        let shift = attempt.saturating_sub(1).min(63);
+        base_ms
+            .checked_shl(shift)
+            .filter(|v| v >> shift == base_ms)
+            .unwrap_or(u64::MAX)
+            .min(max_ms)
+    }
+}
+
+/// Runs the steps of `job` that are not done yet, in order, then compare-and-erases its record.
+///
+/// On a failed step the job comes back (`Err`) with the attempt counted and the failure
+/// recorded; completed steps stay done, so the retry resumes at the failed step. The record
+/// stays in the registry, Offline, as the remount barrier until this returns `Ok`.
+pub fn complete_client_offboarding<S: OffboardingSteps + ?Sized>(
+    steps: &mut S,
+    registry: &Registry,
+    mut job: ClientOffboardingJob,
+) -> Result<Completed, ClientOffboardingJob> {
+    job.attempts += 1;
+    for step in Step::ALL {
+        if job.is_done(step) {
+            continue;
+        }
+        if let Err(e) = steps.run_step(step, &mut job) {
+            tracing::warn!(client = %job.client(), incarnation = job.incarnation().0, step = %step,
+                attempt = job.attempts, error = %e.message, "offboarding step failed");
+            job.last_error = Some(e);
+            return Err(job);
+        }
+        job.done |= step.bit();
+    }
+    job.last_error = None;
+    let erased = registry.compare_and_erase(&job.record);
+    tracing::info!(client = %job.client(), incarnation = job.incarnation().0, attempts = job.attempts, "offboarded");
+    Ok(Completed {
+        client: job.client(),
+        incarnation: job.incarnation(),
+        attempts: job.attempts,
+        erased,
+    })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let table = [
+            (1, 200),
+            (2, 400),
+            (3, 800),
+            (4, 1_600),
+            (5, 3_200),
+            (6, 5_000),
+            (40, 5_000),
+            (200, 5_000),
+        ];
+        for (attempt, want) in table {
+            assert_eq!(
+                ClientOffboardingJob::backoff_ms(attempt, 200, 5_000),
+                want,
+                "attempt {attempt}"
+            );
+        }
+        assert_eq!(ClientOffboardingJob::backoff_ms(0, 200, 5_000), 200);
+    }
+
+    #[test]
+    fn step_names_round_trip() {
+        for s in Step::ALL {
+            assert_eq!(Step::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Step::parse("nope"), None);
+    }
+}

@@ -1,0 +1,199 @@
+//! Offboarding fault injection: every step × 1, 3 and 10 failures (invariants 14, 16, 17).
+
+use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions};
+use mooncake_liveness::offboarding::Step;
+use mooncake_liveness::{Clock, LivenessConfig, ManualClock};
+use std::sync::Arc;
+
+struct M {
+    clock: Arc<ManualClock>,
+    m: Master,
+    next_tick: u64,
+}
+
+impl M {
+    fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 10_000,
+            suspicion_ttl_ms: 20_000,
+            stall_bound_ms: 5_000,
+            ..LivenessConfig::default()
+        };
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+        Self {
+            clock,
+            m,
+            next_tick: 100,
+        }
+    }
+
+    fn at(&mut self, t: u64) -> &mut Master {
+        while self.next_tick <= t {
+            self.clock.set_ms(self.next_tick);
+            self.m.tick();
+            self.next_tick += 100;
+        }
+        self.clock.set_ms(t);
+        &mut self.m
+    }
+}
+
+/// c1 (doomed) and c2 (healthy) share objects; c1 also has LocalDisk data and tasks.
+fn scenario() -> M {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 10_000).unwrap();
+    m.at(0).mount("c2", "s2", 10_000).unwrap();
+    m.at(0).mount_local_disk("c1", 10_000).unwrap();
+    m.m.set_quota_limit("t", Some(1_000_000));
+    for i in 0..20 {
+        let key = format!("k{i}");
+        m.at(0)
+            .put_for(
+                if i % 2 == 0 { "t" } else { "default" },
+                &key,
+                10 + i,
+                1 + (i as usize % 2),
+            )
+            .unwrap();
+        m.at(0).put_end(&key).unwrap();
+    }
+    let offloads = m.at(0).offload_heartbeat("c1").unwrap();
+    for t in offloads.iter().take(3) {
+        m.at(0).task_done("c1", t.task, true).unwrap();
+    }
+    m.at(0).replicate("k1", "s2", false).ok();
+    m
+}
+
+fn check_clean(m: &M) {
+    let master = &m.m;
+    for (key, obj) in master.objects() {
+        for r in &obj.replicas {
+            if let Some(sid) = r.segment() {
+                assert!(
+                    master.segments().get(sid).is_some(),
+                    "{key} references an unmounted segment"
+                );
+            }
+            assert_ne!(
+                master.client_name(r.owner().client()),
+                "c1",
+                "{key} still has a c1 replica"
+            );
+        }
+    }
+    for (tenant, q) in master.quotas() {
+        let used: u64 = master
+            .objects()
+            .values()
+            .filter(|o| &o.tenant == tenant)
+            .map(|o| o.size * o.replicas.len() as u64)
+            .sum();
+        assert_eq!(q.used, used, "tenant {tenant}: quota does not equal remaining usage");
+    }
+    assert!(master.local_disks().is_empty());
+    assert!(!master.external_metadata().contains("s1"));
+    assert!(master.segments().id_of("s1").is_none());
+}
+
+fn run(step: Step, failures: u32) {
+    let mut m = scenario();
+    m.at(0).fail_step(step, failures);
+    let mut t = 0;
+    let mut completed_at = None;
+    // c2 keeps pinging; c1 is silent: Offline at 30 s, then retries on the backoff schedule.
+    while t <= 200_000 {
+        m.at(t).ping("c2");
+        let events = m.m.take_events();
+        if events.iter().any(|e| matches!(e, MasterEvent::Offboarded { .. })) {
+            completed_at = Some(t);
+            break;
+        }
+        if t >= 30_000 {
+            // The barrier holds until completion.
+            assert_eq!(
+                m.at(t).mount("c1", "s1", 10_000),
+                Err(MasterError::ClientOffboarding),
+                "{step} x{failures}"
+            );
+            let q = m.m.query(Some("c1"), None);
+            assert_eq!(q.clients.len(), 1, "record erased before completion");
+        }
+        t += 100;
+    }
+    assert!(completed_at.is_some(), "{step} x{failures}: job never completed");
+    assert!(m.m.query(Some("c1"), None).clients.is_empty(), "record not removed");
+    assert_eq!(m.m.pending_jobs().count(), 0);
+    check_clean(&m);
+    m.at(t).mount("c1", "s1", 10_000).unwrap();
+    assert_eq!(m.m.query(Some("c1"), None).clients[0].incarnation, 2);
+}
+
+#[test]
+fn every_step_with_1_3_and_10_failures_completes_cleanly() {
+    for step in Step::ALL {
+        for failures in [0, 1, 3, 10] {
+            run(step, failures);
+        }
+    }
+}
+
+#[test]
+fn retries_follow_the_backoff_schedule_and_resume_at_the_failed_step() {
+    let mut m = scenario();
+    m.at(0).fail_step(Step::Quota, 3);
+    let mut events = Vec::new();
+    let mut t = 0;
+    while t <= 40_000 {
+        m.at(t).ping("c2");
+        events.extend(m.m.take_events());
+        t += 100;
+    }
+    let retries: Vec<(u64, u32, Step)> = events
+        .iter()
+        .filter_map(|e| match e {
+            MasterEvent::OffboardingRetry {
+                at_ms, attempt, step, ..
+            } => Some((*at_ms, *attempt, *step)),
+            _ => None,
+        })
+        .collect();
+    // First attempt at the Offline tick (30 s); retry k no earlier than 200·2^(k−1) after failure k.
+    assert_eq!(
+        retries,
+        vec![
+            (30_000, 1, Step::Quota),
+            (30_200, 2, Step::Quota),
+            (30_600, 3, Step::Quota)
+        ]
+    );
+    let done = events
+        .iter()
+        .find_map(|e| match e {
+            MasterEvent::Offboarded { at_ms, attempts, .. } => Some((*at_ms, *attempts)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(done, (31_400, 4));
+}
+
+#[test]
+fn a_job_that_keeps_failing_stays_visible_and_keeps_its_barrier() {
+    let mut m = scenario();
+    m.at(0).fail_step(Step::Segments, 1_000);
+    let mut t = 0;
+    while t <= 120_000 {
+        m.at(t).ping("c2");
+        t += 1_000;
+    }
+    let pending: Vec<_> = m.m.pending_jobs().collect();
+    assert_eq!(pending.len(), 1);
+    let (_, job) = &pending[0];
+    assert_eq!(job.steps_done, vec![Step::Metadata]);
+    assert!(job.attempts > 10);
+    assert!(job.last_error.as_deref().unwrap().contains("segments"));
+    assert_eq!(m.at(t).mount("c1", "s9", 10), Err(MasterError::ClientOffboarding));
+    // The max backoff caps the retry interval.
+    assert!(job.next_attempt_ms <= t + 5_000);
+}
