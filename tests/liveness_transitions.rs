@@ -258,7 +258,11 @@ fn stall_brake_can_be_disabled() {
 
 #[test]
 fn many_clients_are_detected_within_one_tick() {
-    let mut h = Harness::new(config(A, S));
+    // Every client goes silent: that is a mass suspicion, so the brake (invariant 4's declared
+    // exception, tested below) is off here.
+    let mut cfg = config(A, S);
+    cfg.mass_suspicion_brake = false;
+    let mut h = Harness::new(cfg);
     for id in 0..10_000u128 {
         h.run_to(id as u64); // spread signals over 10 s
         h.mount(id);
@@ -295,4 +299,71 @@ fn ttl_reload_applies_to_deadlines_computed_after_the_swap() {
     h.run_to(31_000);
     assert_eq!(h.transitions()[1], (30_000, 1, "Suspected", "Offline"));
     assert_eq!(h.transitions()[2], (31_000, 2, "Active", "Suspected"));
+}
+
+fn brake_events(h: &Harness) -> Vec<(u64, bool, usize, usize)> {
+    h.events
+        .iter()
+        .filter_map(|e| match e {
+            mooncake_liveness::LivenessEvent::MassSuspicionBrake {
+                at_ms,
+                engaged,
+                suspected,
+                registered,
+            } => Some((*at_ms, *engaged, *suspected, *registered)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn mass_suspicion_pauses_offline_then_gives_fresh_windows() {
+    let mut h = Harness::new(config(A, S));
+    for id in 0..20u128 {
+        h.mount(id);
+    }
+    // 12 of 20 go silent (> 50 % and >= 10): the brake engages at the tick they are suspected.
+    for t in (1_000..=60_000).step_by(1_000) {
+        h.run_to(t);
+        for id in 12..20u128 {
+            h.ping(id);
+        }
+        if t >= 45_000 {
+            for id in 0..4u128 {
+                h.ping(id); // 4 recover at 45 s: 8 of 20 suspected, the brake releases
+            }
+        }
+    }
+    let brakes = brake_events(&h);
+    // Engagement is decided at the start of a tick from the counts the previous tick left.
+    assert_eq!(brakes[0], (10_100, true, 12, 20), "{brakes:?}");
+    assert_eq!(brakes.len(), 2, "{brakes:?}");
+    let offline: Vec<_> = h.transitions().into_iter().filter(|t| t.3 == "Offline").collect();
+    assert!(
+        offline.iter().all(|t| t.0 > 45_000),
+        "Offline committed while the brake held: {offline:?}"
+    );
+    // Released at the first tick after the recoveries; the 8 still Suspected get a fresh window.
+    assert_eq!(brakes[1].1, false);
+    let released = brakes[1].0;
+    assert!(released > 45_000 && released <= 45_100, "{brakes:?}");
+    h.run_to(released + S - 100);
+    assert!(
+        h.transitions().iter().all(|t| t.3 != "Offline"),
+        "fresh window not granted"
+    );
+    h.run_to(released + S);
+    let offline = h.transitions().into_iter().filter(|t| t.3 == "Offline").count();
+    assert_eq!(offline, 8);
+}
+
+#[test]
+fn below_the_minimum_the_brake_never_engages() {
+    let mut h = Harness::new(config(A, S));
+    for id in 0..9u128 {
+        h.mount(id); // all 9 go silent: 100 % but fewer than 10
+    }
+    h.run_to(31_000);
+    assert!(brake_events(&h).is_empty());
+    assert_eq!(h.transitions().iter().filter(|t| t.3 == "Offline").count(), 9);
 }

@@ -27,7 +27,7 @@ pub use word::{Change, LivenessState, Seq, Ttls, Word};
 
 use crate::clock::{Clock, LivenessClock};
 use crate::config::{ConfigHandle, LivenessConfig};
-use crate::sync::{Arc, CellArc, Mutex};
+use crate::sync::{Arc, AtomicUsize, CachePadded, CellArc, Mutex, Ordering};
 use registry::PublishError;
 use std::fmt;
 
@@ -152,6 +152,9 @@ pub struct Liveness {
     config: ConfigHandle,
     registry: Registry,
     inbox: Mutex<Vec<Arc<ClientLivenessRecord>>>,
+    /// Suspected incarnations: +1 by the monitor's Suspected commit, −1 by its Offline commit
+    /// or by a recovering signal. Relaxed: a statistic for the mass-suspicion brake.
+    suspected: CachePadded<AtomicUsize>,
 }
 
 impl Liveness {
@@ -167,6 +170,7 @@ impl Liveness {
             config: ConfigHandle::new(config),
             registry,
             inbox: Mutex::new(Vec::new()),
+            suspected: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
@@ -230,13 +234,16 @@ impl Liveness {
                 change: Change::Recovered,
                 from,
                 to,
-            } => Some(Transition {
-                client: rec.client(),
-                incarnation: rec.incarnation(),
-                from: from.state(),
-                to: to.state(),
-                cause,
-                at_ms: self.clock.base().now_ms(),
+            } => Some({
+                self.suspected.fetch_sub(1, Ordering::Relaxed);
+                Transition {
+                    client: rec.client(),
+                    incarnation: rec.incarnation(),
+                    from: from.state(),
+                    to: to.state(),
+                    cause,
+                    at_ms: self.clock.base().now_ms(),
+                }
             }),
             _ => None,
         }
@@ -345,6 +352,19 @@ impl Liveness {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Incarnations currently Suspected.
+    pub fn suspected_count(&self) -> usize {
+        self.suspected.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn note_suspected(&self, delta: isize) {
+        if delta >= 0 {
+            self.suspected.fetch_add(delta as usize, Ordering::Relaxed);
+        } else {
+            self.suspected.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
         }
     }
 

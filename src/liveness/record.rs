@@ -189,6 +189,12 @@ impl ClientLivenessRecord {
         self.evaluation_of(self.apply(ev, now_ms, ttls))
     }
 
+    /// Gives a Suspected record a fresh suspicion window from `now_ms` (the mass-suspicion
+    /// brake released); an Active record is only re-read.
+    pub(crate) fn renew_suspicion(&self, now_ms: u64, ttls: Ttls) -> Evaluation {
+        self.evaluation_of(self.apply(Event::RenewSuspicion, now_ms, ttls))
+    }
+
     fn evaluation_of(&self, applied: Applied) -> Evaluation {
         match applied {
             Applied::Committed {

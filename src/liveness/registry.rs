@@ -29,7 +29,7 @@
 
 use super::record::ClientLivenessRecord;
 use super::{ClientId, Incarnation};
-use crate::sync::{Arc, ArcCell, CellArc, Mutex};
+use crate::sync::{Arc, ArcCell, AtomicUsize, CachePadded, CellArc, Mutex, Ordering};
 use hashbrown::HashMap;
 use std::fmt;
 
@@ -56,6 +56,8 @@ struct Shard {
 pub struct Registry {
     shards: Box<[Shard]>,
     mask: usize,
+    /// Live records (Offline-pending included). Changed only under a shard's writer lock.
+    live: CachePadded<AtomicUsize>,
 }
 
 /// Why a new incarnation could not be published.
@@ -75,7 +77,11 @@ impl Registry {
                 writer: Mutex::new(()),
             })
             .collect();
-        Self { shards, mask: n - 1 }
+        Self {
+            shards,
+            mask: n - 1,
+            live: CachePadded::new(AtomicUsize::new(0)),
+        }
     }
 
     fn shard(&self, id: ClientId) -> &Shard {
@@ -125,6 +131,20 @@ impl Registry {
             map.insert(id, Slot::Live(record));
             Ok(())
         })
+        .inspect(|_| {
+            // Relaxed: a statistic for the mass-suspicion brake; no memory is published through it.
+            self.live.fetch_add(1, Ordering::Relaxed);
+        })
+    }
+
+    /// Number of live records (Active, Suspected, or Offline with offboarding pending).
+    pub fn len(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// No live record.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Removes `record` iff it is still the current incarnation of its client (compare-and-erase
@@ -137,6 +157,9 @@ impl Registry {
                 Ok(())
             }
             _ => Err(()),
+        })
+        .inspect(|_| {
+            self.live.fetch_sub(1, Ordering::Relaxed);
         })
         .is_ok()
     }

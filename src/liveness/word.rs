@@ -249,6 +249,10 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
         ),
         (Offline, Event::Signal) => Decision::RefuseOffline,
         (Offline, _) => Decision::Retire,
+        // A renewal only ever concerns Suspected words; an Active one is left to the monitor.
+        (Active, Event::RenewSuspicion) => Decision::Wait {
+            deadline_ms: cur.deadline_ms(),
+        },
         (Active, _) if due => commit(
             Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
             Change::Suspected,
@@ -328,7 +332,7 @@ mod tests {
             (w(Active, 3, d), Event::ExpireHoldingOffline, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
             (w(Active, 3, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline_ms: d }),
             (w(Active, 3, d), Event::RenewSuspicion, d - 1, Decision::Wait { deadline_ms: d }),
-            (w(Active, 3, d), Event::RenewSuspicion, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
+            (w(Active, 3, d), Event::RenewSuspicion, d, Decision::Wait { deadline_ms: d }),
             // Suspected
             (w(Suspected, 4, d), Event::Signal, d - 1, c(w(Active, 5, d - 1 + 10_000), Change::Recovered)),
             (w(Suspected, 4, d), Event::Signal, d + 5, c(w(Active, 5, d + 5 + 10_000), Change::Recovered)),

@@ -54,6 +54,17 @@ pub enum MasterEvent {
         /// The credited stall.
         ms: u64,
     },
+    /// The mass-suspicion brake engaged or released.
+    MassSuspicionBrake {
+        /// When (base clock).
+        at_ms: u64,
+        /// Engaged (`true`) or released.
+        engaged: bool,
+        /// Suspected incarnations then.
+        suspected: usize,
+        /// Registered incarnations then.
+        registered: usize,
+    },
     /// An offboarding attempt failed; the job will be retried after its backoff.
     OffboardingRetry {
         /// The client.
@@ -241,6 +252,17 @@ impl Master {
             self.events.push(match ev {
                 LivenessEvent::Transition(t) => MasterEvent::Transition(t),
                 LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
+                LivenessEvent::MassSuspicionBrake {
+                    at_ms,
+                    engaged,
+                    suspected,
+                    registered,
+                } => MasterEvent::MassSuspicionBrake {
+                    at_ms,
+                    engaged,
+                    suspected,
+                    registered,
+                },
             });
         }
         self.run_offboarding(report.jobs);

@@ -32,6 +32,7 @@
 //! ([`MonitorThread`]) with the system clock, or is stepped by hand on a manual clock (tests,
 //! replay, loom).
 
+mod brake;
 #[cfg(not(loom))]
 mod thread;
 pub(crate) mod wheel;
@@ -59,6 +60,18 @@ pub enum LivenessEvent {
         /// The stall charged to the master.
         ms: u64,
     },
+    /// The mass-suspicion brake engaged (Suspected → Offline commits pause) or released (each
+    /// paused incarnation got a fresh suspicion window).
+    MassSuspicionBrake {
+        /// Base-clock time.
+        at_ms: u64,
+        /// `true` when it engaged, `false` when it released.
+        engaged: bool,
+        /// Suspected incarnations at that moment.
+        suspected: usize,
+        /// Registered incarnations at that moment.
+        registered: usize,
+    },
 }
 
 /// What one tick produced.
@@ -85,6 +98,10 @@ pub struct MonitorStats {
     pub stalls: u64,
     /// Total stall time credited, ms.
     pub stall_ms: u64,
+    /// Times the mass-suspicion brake engaged.
+    pub brake_engagements: u64,
+    /// Offline commits held back by the brake (counted per evaluation).
+    pub offline_held: u64,
 }
 
 /// The monitor: owns the wheel; the records' words are the truth.
@@ -93,7 +110,22 @@ pub struct Monitor {
     tick_ms: u64,
     last_tick_base_ms: u64,
     due: Vec<Arc<ClientLivenessRecord>>,
+    brake: brake::MassSuspicionBrake,
     stats: MonitorStats,
+}
+
+/// The time of one tick, in the forms the evaluation needs.
+#[derive(Clone, Copy, Debug)]
+struct Now {
+    /// Liveness-clock ms.
+    l: u64,
+    /// The tick being processed.
+    tick: Tick,
+    /// Base-clock ms (event times).
+    base: u64,
+    ttls: Ttls,
+    /// The mass-suspicion brake is engaged.
+    hold: bool,
 }
 
 impl Monitor {
@@ -106,6 +138,7 @@ impl Monitor {
             tick_ms,
             last_tick_base_ms: liveness.clock().base().now_ms(),
             due: Vec::new(),
+            brake: brake::MassSuspicionBrake::default(),
             stats: MonitorStats::default(),
         }
     }
@@ -137,15 +170,65 @@ impl Monitor {
             let deadline = rec.word().deadline_ms();
             self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
         }
+        let ttls = liveness.ttls();
+        let hold = self.update_brake(liveness, now_l, base_now, ttls, &mut report);
+        let now = Now {
+            l: now_l,
+            tick: now_tick,
+            base: base_now,
+            ttls,
+            hold,
+        };
         let mut due = std::mem::take(&mut self.due);
         self.wheel.poll_expired(now_tick, &mut due);
-        let ttls = liveness.ttls();
         for rec in due.drain(..) {
             self.stats.entries_examined += 1;
-            self.evaluate(rec, now_l, now_tick, base_now, ttls, &mut report);
+            self.evaluate(liveness, rec, now, &mut report);
         }
         self.due = due;
         report
+    }
+
+    /// Engages or releases the mass-suspicion brake; returns whether it holds Offline commits.
+    fn update_brake(
+        &mut self,
+        liveness: &Liveness,
+        now_l: u64,
+        base_now: u64,
+        ttls: Ttls,
+        report: &mut TickReport,
+    ) -> bool {
+        let config = liveness.config().load();
+        let (suspected, registered) = (liveness.suspected_count(), liveness.registry().len());
+        let should = config.mass_suspicion_brake
+            && suspected >= config.mass_suspicion_min_clients
+            && suspected as f64 > config.mass_suspicion_fraction * registered as f64;
+        if should == self.brake.engaged() {
+            return should;
+        }
+        if should {
+            self.stats.brake_engagements += 1;
+            self.brake.engage();
+            tracing::warn!(
+                suspected,
+                registered,
+                "mass-suspicion brake engaged: Offline commits paused"
+            );
+        } else {
+            self.brake.release(now_l, ttls);
+            tracing::info!(
+                suspected,
+                registered,
+                "mass-suspicion brake released: fresh suspicion windows"
+            );
+        }
+        report.events.push(LivenessEvent::MassSuspicionBrake {
+            at_ms: base_now,
+            engaged: should,
+            suspected,
+            registered,
+        });
+        should
     }
 
     fn check_stall(&mut self, liveness: &Liveness, base_now: u64, report: &mut TickReport) {
@@ -166,32 +249,32 @@ impl Monitor {
         });
     }
 
-    fn evaluate(
-        &mut self,
-        rec: Arc<ClientLivenessRecord>,
-        now_l: u64,
-        now_tick: Tick,
-        base_now: u64,
-        ttls: Ttls,
-        report: &mut TickReport,
-    ) {
-        match rec.evaluate(now_l, ttls, false) {
-            Evaluation::Wait(word) => self.rearm(rec, wake_ms(word, now_l, ttls), now_tick),
+    fn evaluate(&mut self, liveness: &Liveness, rec: Arc<ClientLivenessRecord>, now: Now, report: &mut TickReport) {
+        match rec.evaluate(now.l, now.ttls, now.hold) {
+            Evaluation::Wait(word) => self.rearm(rec, wake_ms(word, now.l, now.ttls), now.tick),
             Evaluation::Suspected(from, to, change) => {
-                self.stats.suspected += u64::from(change == Change::Suspected);
-                report.events.push(transition(&rec, from, to, Cause::Timeout, base_now));
-                self.rearm(rec, wake_ms(to, now_l, ttls), now_tick);
+                if change == Change::Suspected {
+                    self.stats.suspected += 1;
+                    liveness.note_suspected(1);
+                }
+                report.events.push(transition(&rec, from, to, Cause::Timeout, now.base));
+                self.rearm(rec, wake_ms(to, now.l, now.ttls), now.tick);
             }
             Evaluation::Offline(from, to, proof) => {
                 self.stats.offline += 1;
-                report.events.push(transition(&rec, from, to, Cause::Timeout, base_now));
+                liveness.note_suspected(-1);
+                report.events.push(transition(&rec, from, to, Cause::Timeout, now.base));
                 report
                     .jobs
-                    .push(ClientOffboardingJob::from_commit(rec, proof, base_now));
+                    .push(ClientOffboardingJob::from_commit(rec, proof, now.base));
             }
-            // The mass-suspicion brake is not engaged by this monitor yet: Held cannot occur,
-            // but keeping the entry armed is the safe answer if it ever does.
-            Evaluation::Held => self.rearm(rec, now_l, now_tick),
+            Evaluation::Held => {
+                // Parked for renewal at release; armed one active TTL out, the earliest a
+                // recovery from now could make it due again (see `wake_ms`).
+                self.stats.offline_held += 1;
+                self.brake.hold(rec.clone());
+                self.rearm(rec, now.l.saturating_add(now.ttls.active_ms), now.tick);
+            }
             Evaluation::Retired => {}
         }
     }

@@ -107,6 +107,9 @@ fn run_tick(live: &Liveness, monitor: &mut Monitor, report: &mut DemoReport) {
                 report.stalls += 1;
                 json!({"t_ms": at_ms, "event": "stall_detected", "ms": ms})
             }
+            LivenessEvent::MassSuspicionBrake { at_ms, engaged, .. } => {
+                json!({"t_ms": at_ms, "event": "mass_suspicion_brake", "engaged": engaged})
+            }
         };
         report.lines.push(line.to_string());
     }
