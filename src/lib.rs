@@ -33,6 +33,7 @@ pub mod monitor;
 pub mod offboarding;
 pub mod sim;
 pub(crate) mod sync;
+pub mod telemetry;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

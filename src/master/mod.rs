@@ -35,9 +35,11 @@ pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
+use crate::liveness::LivenessState;
 use crate::liveness::{ClientId, Incarnation, Liveness, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
 use crate::sync::{Arc, CellArc};
+use crate::telemetry::{self, Stats};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -206,6 +208,7 @@ pub struct Master {
     clock_lru: u64,
     external: Box<dyn ExternalMetadata>,
     events: Vec<MasterEvent>,
+    stats: Stats,
 }
 
 impl Master {
@@ -231,6 +234,7 @@ impl Master {
             clock_lru: 0,
             external: Box::new(InMemoryMetadata::default()),
             events: Vec::new(),
+            stats: Stats::default(),
         }
     }
 
@@ -249,7 +253,7 @@ impl Master {
     pub fn tick(&mut self) {
         let report = self.monitor.tick(&self.live);
         for ev in report.events {
-            self.events.push(match ev {
+            self.record(match ev {
                 LivenessEvent::Transition(t) => MasterEvent::Transition(t),
                 LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
                 LivenessEvent::MassSuspicionBrake {
@@ -266,6 +270,7 @@ impl Master {
             });
         }
         self.run_offboarding(report.jobs);
+        self.publish_gauges();
     }
 
     /// A shared handle on the liveness core (Ping handlers use it without touching the master).
@@ -359,9 +364,62 @@ impl Master {
         }
     }
 
+    /// Records an event: the event log, the `metrics` facade and [`Stats`].
+    fn record(&mut self, ev: MasterEvent) {
+        match &ev {
+            MasterEvent::Transition(t) => {
+                telemetry::transition(t);
+                match (t.from, t.to) {
+                    (LivenessState::Active, LivenessState::Suspected) => self.stats.suspicions += 1,
+                    (LivenessState::Suspected, LivenessState::Active) => self.stats.recoveries += 1,
+                    (_, LivenessState::Offline) => self.stats.offline_commits += 1,
+                    _ => {}
+                }
+            }
+            MasterEvent::StallDetected { ms, .. } => {
+                telemetry::stall(*ms);
+                self.stats.stalls += 1;
+                self.stats.stall_ms += ms;
+            }
+            MasterEvent::MassSuspicionBrake { engaged: true, .. } => {
+                telemetry::brake_engaged("mass_suspicion");
+                self.stats.brake_engagements += 1;
+            }
+            MasterEvent::MassSuspicionBrake { .. } => {}
+            MasterEvent::OffboardingRetry { step, .. } => {
+                telemetry::step_failed(*step);
+                self.stats.step_failures[*step as usize] += 1;
+            }
+            MasterEvent::Offboarded { .. } => self.stats.jobs_completed += 1,
+        }
+        self.events.push(ev);
+    }
+
+    /// The liveness and offboarding counters now.
+    pub fn stats(&self) -> Stats {
+        let registered = self.live.registry().len();
+        let suspected = self.live.suspected_count();
+        // Offline records are exactly the jobs not completed yet (they run inline or wait here).
+        let offline = self.offboarding_pending();
+        Stats {
+            active: registered.saturating_sub(suspected + offline),
+            suspected,
+            offline,
+            jobs_pending: self.offboarding_pending(),
+            ..self.stats.clone()
+        }
+    }
+
+    fn publish_gauges(&self) {
+        let s = self.stats();
+        telemetry::clients(s.active, s.suspected, s.offline);
+        let now = self.live.clock().base().now_ms();
+        telemetry::pending_jobs(s.jobs_pending, self.oldest_pending_age(now));
+    }
+
     fn push_transition(&mut self, t: Option<Transition>) {
         if let Some(t) = t {
-            self.events.push(MasterEvent::Transition(t));
+            self.record(MasterEvent::Transition(t));
         }
     }
 }

@@ -62,6 +62,17 @@ impl Master {
         })
     }
 
+    /// Jobs pending a retry or a token.
+    pub(super) fn offboarding_pending(&self) -> usize {
+        self.offboarding.pending.len()
+    }
+
+    /// Age of the oldest pending job (since its Offline commit), ms.
+    pub(super) fn oldest_pending_age(&self, now: u64) -> u64 {
+        let oldest = self.offboarding.pending.values().map(|j| j.committed_at_ms()).min();
+        oldest.map_or(0, |t| now.saturating_sub(t))
+    }
+
     /// Runs due retries, then first attempts of `fresh` jobs.
     pub(super) fn run_offboarding(&mut self, fresh: Vec<ClientOffboardingJob>) {
         let now = self.live.clock().base().now_ms();
@@ -87,16 +98,20 @@ impl Master {
             return;
         }
         let live = self.live.clone();
+        let committed_at = job.committed_at_ms();
         match complete_client_offboarding(self, live.registry(), job) {
-            Ok(done) => self.events.push(MasterEvent::Offboarded {
-                client: done.client,
-                incarnation: done.incarnation,
-                attempts: done.attempts,
-                at_ms: now,
-            }),
+            Ok(done) => {
+                crate::telemetry::job_completed(now.saturating_sub(committed_at));
+                self.record(MasterEvent::Offboarded {
+                    client: done.client,
+                    incarnation: done.incarnation,
+                    attempts: done.attempts,
+                    at_ms: now,
+                })
+            }
             Err(job) => {
                 let step = job.last_error().map_or(Step::Metadata, |e| e.step);
-                self.events.push(MasterEvent::OffboardingRetry {
+                self.record(MasterEvent::OffboardingRetry {
                     client: job.client(),
                     incarnation: job.incarnation(),
                     step,
