@@ -197,3 +197,44 @@ fn a_job_that_keeps_failing_stays_visible_and_keeps_its_barrier() {
     // The max backoff caps the retry interval.
     assert!(job.next_attempt_ms <= t + 5_000);
 }
+
+#[test]
+fn a_large_client_is_offboarded_completely_in_bounded_batches() {
+    let mut m = M::new();
+    m.at(0).mount("big", "sb", 1 << 30).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 30).unwrap();
+    for i in 0..5_000 {
+        let key = format!("k{i}");
+        m.at(0).put(&key, 1, if i % 5 == 0 { 2 } else { 1 }).unwrap();
+        m.at(0).put_end(&key).unwrap();
+    }
+    // Fail the metadata step once mid-way is not possible from outside; fail it at the start.
+    m.at(0).fail_step(Step::Metadata, 1);
+    let mut t = 0;
+    while t <= 32_000 {
+        m.at(t).ping("c2");
+        t += 1_000;
+    }
+    assert!(m.m.query(Some("big"), None).clients.is_empty());
+    check_clean_of(&m, "big", "sb");
+    // Objects with a replica on s2 survive, the rest are gone.
+    assert_eq!(
+        m.m.objects().len(),
+        m.m.segments()
+            .get(m.m.segments().id_of("s2").unwrap())
+            .unwrap()
+            .keys
+            .len()
+    );
+}
+
+fn check_clean_of(m: &M, client: &str, segment: &str) {
+    for (key, obj) in m.m.objects() {
+        for r in &obj.replicas {
+            assert_ne!(m.m.client_name(r.owner().client()), client, "{key}");
+        }
+    }
+    assert!(m.m.segments().id_of(segment).is_none());
+    let used: u64 = m.m.objects().values().map(|o| o.size * o.replicas.len() as u64).sum();
+    assert_eq!(m.m.quota_used(), used);
+}

@@ -13,7 +13,12 @@
 use super::{Master, MasterEvent, ReplicaKind};
 use crate::liveness::ClientId;
 use crate::offboarding::brakes::TokenBucket;
-use crate::offboarding::{complete_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps, Step};
+use crate::offboarding::{
+    complete_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps, Progress, Step,
+};
+
+/// Keys (and tasks) the `metadata` step handles per call.
+pub const KEYS_PER_BATCH: usize = 1024;
 use crate::sync::Arc;
 use std::collections::BTreeMap;
 
@@ -155,12 +160,15 @@ impl Master {
     }
 
     /// `metadata`: tasks the incarnation executes, tasks touching its segments, replicas on its
-    /// segments and its LocalDisk replicas. Quota refunds are recorded in the job.
-    fn step_metadata(&mut self, job: &mut ClientOffboardingJob) {
+    /// segments and its LocalDisk replicas, at most [`KEYS_PER_BATCH`] keys per call. Quota
+    /// refunds are recorded in the job.
+    fn step_metadata(&mut self, job: &mut ClientOffboardingJob) -> Progress {
         let record = job.record().clone();
         let client = record.client();
         self.offboarding.deferred_refunds = Some(std::mem::take(&mut job.refunds));
-        for task in self.tasks.of_client(client) {
+        let mut budget = KEYS_PER_BATCH;
+        for task in self.tasks.of_client(client).into_iter().take(budget) {
+            budget -= 1;
             if self.tasks.get(task).is_some_and(|t| Arc::ptr_eq(&t.executor, &record)) {
                 self.cancel_task(task);
             }
@@ -169,15 +177,17 @@ impl Master {
             let keys: Vec<String> = self
                 .segments
                 .get(sid)
-                .map(|s| s.keys.iter().cloned().collect())
+                .map(|s| s.keys.iter().take(budget).cloned().collect())
                 .unwrap_or_default();
+            budget -= keys.len();
             for key in keys {
                 self.cancel_tasks_touching(&key, sid);
                 self.remove_replicas(&key, |r| r.segment() == Some(sid));
             }
         }
         if let Some(disk) = self.local_disks.get(&client).filter(|d| Arc::ptr_eq(&d.owner, &record)) {
-            let keys: Vec<String> = disk.keys.iter().cloned().collect();
+            let keys: Vec<String> = disk.keys.iter().take(budget).cloned().collect();
+            budget -= keys.len();
             for key in keys {
                 self.remove_replicas(
                     &key,
@@ -186,6 +196,11 @@ impl Master {
             }
         }
         job.refunds = self.offboarding.deferred_refunds.take().unwrap_or_default();
+        if budget == 0 {
+            Progress::More
+        } else {
+            Progress::Done
+        }
     }
 
     fn owned_segments(&self, record: &Arc<crate::liveness::ClientLivenessRecord>) -> Vec<super::SegmentId> {
@@ -237,15 +252,18 @@ impl Master {
 }
 
 impl OffboardingSteps for Master {
-    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
-        self.check_fault(step)?;
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if job.step_batches == 0 {
+            // An injected failure hits an execution of the step, not one of its batches.
+            self.check_fault(step)?;
+        }
         match step {
-            Step::Metadata => self.step_metadata(job),
+            Step::Metadata => return Ok(self.step_metadata(job)),
             Step::Segments => self.step_segments(job),
             Step::LocalDisk => self.step_local_disk(job),
             Step::Quota => self.step_quota(job),
             Step::ExternalMetadata => self.step_external(job)?,
         }
-        Ok(())
+        Ok(Progress::Done)
     }
 }

@@ -80,13 +80,24 @@ impl CleanupError {
     }
 }
 
+/// How far one call of [`OffboardingSteps::run_step`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The step is complete.
+    Done,
+    /// A bounded batch was done; call again (locks may be released in between).
+    More,
+}
+
 /// What runs the steps: the master's metadata, or [`NoResources`] for a liveness-only embedding.
 ///
-/// Every step must be idempotent: a retry runs it again only if it did not complete, but a
-/// step that completed its work and then reported failure may run twice.
+/// Every step must be idempotent: a retry runs it again only if it did not complete, and a
+/// step interrupted after some batches resumes where the metadata now stands. A call should
+/// do a bounded amount of work and answer [`Progress::More`] when there is more, so that no
+/// lock is held across a whole job.
 pub trait OffboardingSteps {
-    /// Runs `step` for `job`'s incarnation.
-    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<(), CleanupError>;
+    /// Runs (a bounded batch of) `step` for `job`'s incarnation.
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError>;
 }
 
 /// No resources to clean: every step succeeds at once.
@@ -94,8 +105,8 @@ pub trait OffboardingSteps {
 pub struct NoResources;
 
 impl OffboardingSteps for NoResources {
-    fn run_step(&mut self, _step: Step, _job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
-        Ok(())
+    fn run_step(&mut self, _step: Step, _job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        Ok(Progress::Done)
     }
 }
 
@@ -114,6 +125,8 @@ pub struct ClientOffboardingJob {
     pub(crate) segment_names: Vec<String>,
     /// Quota refunds per tenant recorded by `metadata`/`local_disk`, applied by `quota`.
     pub(crate) refunds: BTreeMap<String, u64>,
+    /// Batches already run of the step in progress (0: the step has not started).
+    pub(crate) step_batches: u32,
 }
 
 /// A job that completed: its record was compare-and-erased.
@@ -141,6 +154,7 @@ impl ClientOffboardingJob {
             last_error: None,
             segment_names: Vec::new(),
             refunds: BTreeMap::new(),
+            step_batches: 0,
         }
     }
 
@@ -211,12 +225,20 @@ pub fn complete_client_offboarding<S: OffboardingSteps + ?Sized>(
         if job.is_done(step) {
             continue;
         }
-        if let Err(e) = steps.run_step(step, &mut job) {
-            tracing::warn!(client = %job.client(), incarnation = job.incarnation().0, step = %step,
-                attempt = job.attempts, error = %e.message, "offboarding step failed");
-            job.last_error = Some(e);
-            return Err(job);
+        loop {
+            match steps.run_step(step, &mut job) {
+                Ok(Progress::Done) => break,
+                Ok(Progress::More) => job.step_batches += 1,
+                Err(e) => {
+                    tracing::warn!(client = %job.client(), incarnation = job.incarnation().0, step = %step,
+                        attempt = job.attempts, error = %e.message, "offboarding step failed");
+                    job.last_error = Some(e);
+                    job.step_batches = 0;
+                    return Err(job);
+                }
+            }
         }
+        job.step_batches = 0;
         job.done |= step.bit();
     }
     job.last_error = None;

@@ -30,5 +30,6 @@ pub mod brakes;
 mod job;
 
 pub use job::{
-    complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, NoResources, OffboardingSteps, Step,
+    complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, NoResources, OffboardingSteps,
+    Progress, Step,
 };
