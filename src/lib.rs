@@ -32,6 +32,7 @@ pub mod master;
 pub mod monitor;
 pub mod offboarding;
 pub mod sim;
+pub mod snapshot;
 pub(crate) mod sync;
 pub mod telemetry;
 

@@ -120,3 +120,15 @@ pub struct Stats {
     /// Jobs pending a retry or a token.
     pub jobs_pending: usize,
 }
+
+impl Stats {
+    /// Counts a committed transition.
+    pub fn count_transition(&mut self, t: &Transition) {
+        match (t.from, t.to) {
+            (LivenessState::Active, LivenessState::Suspected) => self.suspicions += 1,
+            (LivenessState::Suspected, LivenessState::Active) => self.recoveries += 1,
+            (_, LivenessState::Offline) => self.offline_commits += 1,
+            _ => {}
+        }
+    }
+}

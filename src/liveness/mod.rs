@@ -343,6 +343,36 @@ impl Liveness {
         }
     }
 
+    /// Rebuilds an incarnation from a snapshot: Active with a fresh active TTL and not ready,
+    /// or — for an incarnation whose offboarding was pending — committed Offline right away,
+    /// which yields the proof that mints its job (the only way to mint one). `None` if the
+    /// client id is already taken.
+    pub(crate) fn restore_incarnation(
+        &self,
+        client: ClientId,
+        incarnation: Incarnation,
+        offboarding: bool,
+    ) -> Option<(Arc<ClientLivenessRecord>, Option<record::OfflineCommitted>)> {
+        let now = self.clock.now_ms();
+        let ttls = self.ttls();
+        let word = if offboarding {
+            // Suspected and due: the evaluation below commits Offline.
+            Word::pack(LivenessState::Suspected, Seq::default(), now)
+        } else {
+            Word::first(now, ttls.active_ms)
+        };
+        let rec = Arc::new(ClientLivenessRecord::with_word(client, incarnation, word));
+        self.registry.publish(rec.clone(), None).ok()?;
+        if !offboarding {
+            self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
+            return Some((rec, None));
+        }
+        match rec.evaluate(now, ttls, false) {
+            record::Evaluation::Offline(_, _, proof) => Some((rec, Some(proof))),
+            _ => None,
+        }
+    }
+
     /// Marks the current incarnation of `client` ready (ReMount finished) or not.
     /// Returns `false` if the client has no live record.
     pub fn set_ready(&self, client: ClientId, ready: bool) -> bool {

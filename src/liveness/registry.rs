@@ -174,6 +174,37 @@ impl Registry {
         Ok(())
     }
 
+    /// Every client id with no current incarnation and its last incarnation number, sorted.
+    pub fn vacant(&self) -> Vec<(ClientId, Incarnation)> {
+        let mut out: Vec<_> = self
+            .shards
+            .iter()
+            .flat_map(|s| {
+                let map = s.map.load();
+                map.iter()
+                    .filter_map(|(id, slot)| match slot {
+                        Slot::Vacant(n) => Some((*id, *n)),
+                        Slot::Live(_) => None,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Records that `id`'s last incarnation was `last` (snapshot restore); only if the id is unknown.
+    pub(crate) fn restore_vacant(&self, id: ClientId, last: Incarnation) -> bool {
+        self.update(id, |map| {
+            if map.contains_key(&id) {
+                return Err(());
+            }
+            map.insert(id, Slot::Vacant(last));
+            Ok(())
+        })
+        .is_ok()
+    }
+
     /// Every live record, sorted by client id (diagnostics; O(clients)).
     pub fn records(&self) -> Vec<Arc<ClientLivenessRecord>> {
         let mut out: Vec<_> = self

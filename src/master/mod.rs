@@ -23,6 +23,7 @@ mod object;
 mod offboard;
 mod query;
 mod segment;
+mod snapshot;
 mod task;
 mod work;
 
@@ -35,7 +36,6 @@ pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::LivenessState;
 use crate::liveness::{ClientId, Incarnation, Liveness, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
 use crate::sync::{Arc, CellArc};
@@ -147,6 +147,8 @@ pub trait ExternalMetadata: std::fmt::Debug + Send {
     fn delete(&mut self, segment: &str) -> Result<(), String>;
     /// Is `segment` recorded?
     fn contains(&self, segment: &str) -> bool;
+    /// Every entry, sorted (snapshots).
+    fn entries(&self) -> Vec<String>;
 }
 
 /// An in-memory [`ExternalMetadata`].
@@ -163,6 +165,9 @@ impl ExternalMetadata for InMemoryMetadata {
     }
     fn contains(&self, segment: &str) -> bool {
         self.0.contains(segment)
+    }
+    fn entries(&self) -> Vec<String> {
+        self.0.iter().cloned().collect()
     }
 }
 
@@ -369,12 +374,7 @@ impl Master {
         match &ev {
             MasterEvent::Transition(t) => {
                 telemetry::transition(t);
-                match (t.from, t.to) {
-                    (LivenessState::Active, LivenessState::Suspected) => self.stats.suspicions += 1,
-                    (LivenessState::Suspected, LivenessState::Active) => self.stats.recoveries += 1,
-                    (_, LivenessState::Offline) => self.stats.offline_commits += 1,
-                    _ => {}
-                }
+                self.stats.count_transition(t);
             }
             MasterEvent::StallDetected { ms, .. } => {
                 telemetry::stall(*ms);

@@ -54,6 +54,11 @@ impl NofSegments {
         false
     }
 
+    /// Restores a segment's health state (snapshot).
+    pub fn restore(&mut self, name: &str, size: u64, failures: u32) {
+        self.segments.insert(name.to_string(), NofSegment { size, failures });
+    }
+
     /// Is `name` mounted (and so serving)?
     pub fn is_mounted(&self, name: &str) -> bool {
         self.segments.contains_key(name)

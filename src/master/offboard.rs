@@ -11,14 +11,14 @@
 //! until the job completes.
 
 use super::{Master, MasterEvent, ReplicaKind};
-use crate::liveness::ClientId;
+use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::brakes::TokenBucket;
 use crate::offboarding::{
     complete_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps, Progress, Step,
 };
 
 /// Keys (and tasks) the `metadata` step handles per call.
-pub const KEYS_PER_BATCH: usize = 1024;
+pub(super) const KEYS_PER_BATCH: usize = 1024;
 use crate::sync::Arc;
 use std::collections::BTreeMap;
 
@@ -32,7 +32,23 @@ pub(super) struct Offboarding {
     faults: BTreeMap<Step, u32>,
     /// While a step runs: where quota refunds go instead of the quota table.
     pub(super) deferred_refunds: Option<BTreeMap<String, u64>>,
+    /// Per-incarnation inputs of the later steps, kept in the master (not in the job) so a
+    /// snapshot captures them and a job restarted from fewer steps still converges.
+    pub(super) scratch: BTreeMap<(ClientId, Incarnation), Scratch>,
     bucket: Option<TokenBucket>,
+    /// Asynchronous mode: fresh jobs wait here for the embedder's executor.
+    outbox: Option<Vec<ClientOffboardingJob>>,
+}
+
+/// What earlier steps leave for later ones: quota refunds (applied by `quota`) and unmounted
+/// segment names (deleted by `external_metadata`). Each step consumes its input, so re-running
+/// a step finds nothing left to do.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Scratch {
+    /// Tenant → bytes to refund.
+    pub(crate) refunds: BTreeMap<String, u64>,
+    /// Segment names whose external entries must go.
+    pub(crate) segment_names: Vec<String>,
 }
 
 /// A pending job as the diagnostic query shows it.
@@ -67,6 +83,33 @@ impl Master {
         })
     }
 
+    /// The progress of the pending job of `(client, incarnation)` (snapshot capture).
+    pub(super) fn pending_progress(&self, client: ClientId, inc: Incarnation) -> Option<(Vec<Step>, u32, u64)> {
+        self.offboarding
+            .pending
+            .values()
+            .find(|j| j.client() == client && j.incarnation() == inc)
+            .map(|j| (j.steps_done(), j.attempts(), j.committed_at_ms()))
+    }
+
+    /// Offboarding scratch (snapshot capture).
+    pub(super) fn scratch(&self) -> &BTreeMap<(ClientId, Incarnation), Scratch> {
+        &self.offboarding.scratch
+    }
+
+    /// Restores scratch and a pending job, due at `due` (snapshot restore).
+    pub(super) fn restore_offboarding(
+        &mut self,
+        scratch: BTreeMap<(ClientId, Incarnation), Scratch>,
+        jobs: Vec<ClientOffboardingJob>,
+        due: u64,
+    ) {
+        self.offboarding.scratch = scratch;
+        for job in jobs {
+            self.park(job, due);
+        }
+    }
+
     /// Jobs pending a retry or a token.
     pub(super) fn offboarding_pending(&self) -> usize {
         self.offboarding.pending.len()
@@ -78,8 +121,25 @@ impl Master {
         oldest.map_or(0, |t| now.saturating_sub(t))
     }
 
+    /// Asynchronous mode: jobs minted by `tick` are not run inline but collected for an
+    /// [`Executor`](crate::offboarding::executor::Executor), with the same job type and steps
+    /// (the executor runs them against `Mutex<Master>`). Replay keeps the synchronous mode: its
+    /// executor is the virtual clock.
+    pub fn hand_jobs_to_executor(&mut self, on: bool) {
+        self.offboarding.outbox = on.then(Vec::new);
+    }
+
+    /// Takes the jobs collected for the executor since the last call.
+    pub fn take_jobs(&mut self) -> Vec<ClientOffboardingJob> {
+        self.offboarding.outbox.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// Runs due retries, then first attempts of `fresh` jobs.
     pub(super) fn run_offboarding(&mut self, fresh: Vec<ClientOffboardingJob>) {
+        if let Some(outbox) = self.offboarding.outbox.as_mut() {
+            outbox.extend(fresh);
+            return;
+        }
         let now = self.live.clock().base().now_ms();
         let due: Vec<(u64, u64)> = self
             .offboarding
@@ -165,7 +225,9 @@ impl Master {
     fn step_metadata(&mut self, job: &mut ClientOffboardingJob) -> Progress {
         let record = job.record().clone();
         let client = record.client();
-        self.offboarding.deferred_refunds = Some(std::mem::take(&mut job.refunds));
+        let key = (client, record.incarnation());
+        let refunds = std::mem::take(&mut self.offboarding.scratch.entry(key).or_default().refunds);
+        self.offboarding.deferred_refunds = Some(refunds);
         let mut budget = KEYS_PER_BATCH;
         for task in self.tasks.of_client(client).into_iter().take(budget) {
             budget -= 1;
@@ -195,7 +257,8 @@ impl Master {
                 );
             }
         }
-        job.refunds = self.offboarding.deferred_refunds.take().unwrap_or_default();
+        self.offboarding.scratch.entry(key).or_default().refunds =
+            self.offboarding.deferred_refunds.take().unwrap_or_default();
         if budget == 0 {
             Progress::More
         } else {
@@ -216,7 +279,13 @@ impl Master {
         let record = job.record().clone();
         for sid in self.owned_segments(&record) {
             if let Some(name) = self.drop_segment(sid) {
-                job.segment_names.push(name);
+                let key = (job.client(), job.incarnation());
+                self.offboarding
+                    .scratch
+                    .entry(key)
+                    .or_default()
+                    .segment_names
+                    .push(name);
             }
         }
     }
@@ -235,18 +304,29 @@ impl Master {
 
     /// `quota`: apply the refunds recorded by `metadata`.
     fn step_quota(&mut self, job: &mut ClientOffboardingJob) {
-        for (tenant, bytes) in std::mem::take(&mut job.refunds) {
+        let key = (job.client(), job.incarnation());
+        let refunds = std::mem::take(&mut self.offboarding.scratch.entry(key).or_default().refunds);
+        for (tenant, bytes) in refunds {
             self.refund(&tenant, bytes);
         }
     }
 
     /// `external_metadata`: delete the unmounted segments' entries (idempotent).
     fn step_external(&mut self, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
-        for name in &job.segment_names {
+        let key = (job.client(), job.incarnation());
+        let names = self
+            .offboarding
+            .scratch
+            .get(&key)
+            .map(|s| s.segment_names.clone())
+            .unwrap_or_default();
+        for name in &names {
             self.external
                 .delete(name)
                 .map_err(|e| CleanupError::new(Step::ExternalMetadata, e))?;
         }
+        // Every input consumed: nothing of this incarnation is left in the master.
+        self.offboarding.scratch.remove(&key);
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use crate::sync::Arc;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A segment's lifecycle, independent of its owner's liveness (invariant 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Lifecycle {
     /// Being mounted: serves nothing yet.
     Mounting,

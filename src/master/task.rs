@@ -7,7 +7,7 @@ use crate::sync::Arc;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// What a task asks its executor to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
     /// Copy a replica to `target`.
@@ -95,6 +95,30 @@ impl Tasks {
             },
         );
         id
+    }
+
+    /// The id the next task will get minus one.
+    pub(super) fn last_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Re-inserts a task from a snapshot; undelivered ones queue in id order.
+    pub(super) fn restore(&mut self, task: Task, next_id: u64) {
+        let client = task.executor.client();
+        if !task.delivered {
+            self.pending
+                .entry((client, task.kind.offload_channel()))
+                .or_default()
+                .push_back(task.id);
+        }
+        self.by_client.entry(client).or_default().insert(task.id);
+        self.next_id = self.next_id.max(next_id).max(task.id);
+        self.all.insert(task.id, task);
+    }
+
+    /// Every task, by id.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.all.values()
     }
 
     /// Takes every pending task of `client` on one channel (offload or the rest), marking them delivered.

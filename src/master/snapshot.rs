@@ -1,0 +1,361 @@
+//! Taking and restoring HA snapshots of the master.
+//!
+//! Taking one never waits on offboarding: a snapshot is taken between operations, when every
+//! job is either complete or pending in the master with its progress, and the per-incarnation
+//! scratch its later steps need lives in the master too. Progress recorded is a lower bound
+//! (a job running on an executor is captured as not started): steps are idempotent and consume
+//! their inputs, so re-running them is harmless (invariant 19).
+//!
+//! Restoring builds a *new* master; any inconsistency is refused before it is returned, so the
+//! running master is never touched by a bad snapshot. Every restored client is Active with a
+//! fresh active TTL and not ready; every resource is re-bound to its restored record; every
+//! pending job is re-minted by committing its restored record Suspected → Offline (the only way
+//! to mint a job) and resumed at the next tick, so the barrier survives failover.
+
+use super::object::{Object, Replica, ReplicaKind};
+use super::offboard::Scratch;
+use super::segment::Segment;
+use super::task::Task;
+use super::{LocalDisk, Master, MasterOptions};
+use crate::clock::Clock;
+use crate::config::LivenessConfig;
+use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
+use crate::offboarding::ClientOffboardingJob;
+use crate::snapshot::*;
+use crate::sync::{Arc, CellArc};
+use std::collections::BTreeMap;
+
+type Records = BTreeMap<(u128, u64), Arc<ClientLivenessRecord>>;
+
+fn bad(msg: String) -> SnapshotError {
+    SnapshotError::Inconsistent(msg)
+}
+
+impl Master {
+    /// Captures the master's metadata.
+    pub fn snapshot(&self) -> Snapshot {
+        let names = self.names.iter().map(|(n, id)| (n.clone(), id.0)).collect();
+        let clients = self
+            .live
+            .registry()
+            .records()
+            .iter()
+            .map(|rec| ClientSnap {
+                id: rec.client().0,
+                incarnation: rec.incarnation().0,
+                ready: rec.is_ready(),
+                job: self.job_snap(rec),
+            })
+            .collect();
+        let vacant = self
+            .live
+            .registry()
+            .vacant()
+            .into_iter()
+            .map(|(c, n)| (c.0, n.0))
+            .collect();
+        Snapshot {
+            version: FORMAT_VERSION,
+            names,
+            clients,
+            vacant,
+            segments: self.segment_snaps(),
+            objects: self.objects.iter().map(|(k, o)| self.object_snap(k, o)).collect(),
+            tasks: self.tasks.iter().map(|t| self.task_snap(t)).collect(),
+            next_task_id: self.tasks.last_id(),
+            local_disks: self.local_disks.values().map(local_disk_snap).collect(),
+            quotas: self.quotas.iter().map(|(t, q)| (t.clone(), q.used, q.limit)).collect(),
+            lru_clock: self.clock_lru,
+            nof: self.nof.iter().map(|(n, s)| (n.clone(), s.size, s.failures)).collect(),
+            external: self.external.entries(),
+            scratch: self
+                .scratch()
+                .iter()
+                .map(|((c, i), s)| scratch_snap(*c, *i, s))
+                .collect(),
+        }
+    }
+
+    fn job_snap(&self, rec: &ClientLivenessRecord) -> Option<JobSnap> {
+        if self.seam_says_retained(rec) {
+            return None;
+        }
+        let (steps_done, attempts, committed_at_ms) = self
+            .pending_progress(rec.client(), rec.incarnation())
+            .unwrap_or_else(|| (Vec::new(), 0, self.live.clock().base().now_ms()));
+        Some(JobSnap {
+            steps_done,
+            attempts,
+            committed_at_ms,
+        })
+    }
+
+    fn seam_says_retained(&self, rec: &ClientLivenessRecord) -> bool {
+        crate::eligibility::accepts_callbacks(rec)
+    }
+
+    fn segment_snaps(&self) -> Vec<SegmentSnap> {
+        self.segments
+            .iter()
+            .map(|(_, s)| SegmentSnap {
+                name: s.name.clone(),
+                size: s.size,
+                used: s.used,
+                owner: s.owner.client().0,
+                incarnation: s.owner.incarnation().0,
+                lifecycle: s.lifecycle,
+            })
+            .collect()
+    }
+
+    fn object_snap(&self, key: &str, o: &Object) -> ObjectSnap {
+        let replicas = o
+            .replicas
+            .iter()
+            .map(|r| match &r.kind {
+                ReplicaKind::Memory { segment, .. } => ReplicaSnap::Memory {
+                    segment: self.segments.get(*segment).map(|s| s.name.clone()).unwrap_or_default(),
+                    complete: r.complete,
+                },
+                ReplicaKind::LocalDisk { owner } => ReplicaSnap::LocalDisk {
+                    owner: owner.client().0,
+                    incarnation: owner.incarnation().0,
+                    complete: r.complete,
+                },
+            })
+            .collect();
+        ObjectSnap {
+            key: key.to_string(),
+            tenant: o.tenant.clone(),
+            size: o.size,
+            touched: o.touched,
+            replicas,
+            replication_task: o.replication_task,
+            tier_task: o.tier_task,
+        }
+    }
+
+    fn task_snap(&self, t: &Task) -> TaskSnap {
+        let name = |sid: Option<super::SegmentId>| sid.and_then(|s| self.segments.get(s)).map(|s| s.name.clone());
+        TaskSnap {
+            id: t.id,
+            kind: t.kind,
+            key: t.key.clone(),
+            executor: t.executor.client().0,
+            incarnation: t.executor.incarnation().0,
+            source: name(t.source),
+            target: name(t.target),
+            delivered: t.delivered,
+        }
+    }
+
+    /// Builds a master from `snap` on `clock` (the failover time is the clock's now).
+    pub fn restore(
+        clock: CellArc<dyn Clock>,
+        config: LivenessConfig,
+        options: MasterOptions,
+        snap: &Snapshot,
+    ) -> Result<Master, SnapshotError> {
+        if snap.version > FORMAT_VERSION || snap.version == 0 {
+            return Err(SnapshotError::FutureVersion {
+                found: snap.version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let mut m = Master::new(clock, config, options);
+        for (name, id) in &snap.names {
+            m.names.insert(name.clone(), ClientId(*id));
+            if m.ids.insert(ClientId(*id), name.clone()).is_some() {
+                return Err(bad(format!("client id {id} named twice")));
+            }
+        }
+        let (records, jobs) = m.restore_clients(snap)?;
+        m.restore_segments(snap, &records)?;
+        m.restore_objects(snap, &records)?;
+        m.restore_tasks(snap, &records)?;
+        for (tenant, used, limit) in &snap.quotas {
+            let q = m.quotas.entry(tenant.clone()).or_default();
+            q.used = *used;
+            q.limit = *limit;
+        }
+        m.clock_lru = snap.lru_clock;
+        for (name, size, failures) in &snap.nof {
+            m.nof.restore(name, *size, *failures);
+        }
+        for name in &snap.external {
+            m.external.put(name);
+        }
+        let scratch = snap
+            .scratch
+            .iter()
+            .map(|s| {
+                let scratch = Scratch {
+                    refunds: s.refunds.clone(),
+                    segment_names: s.segment_names.clone(),
+                };
+                ((ClientId(s.client), Incarnation(s.incarnation)), scratch)
+            })
+            .collect();
+        let now = m.live.clock().base().now_ms();
+        m.restore_offboarding(scratch, jobs, now);
+        Ok(m)
+    }
+
+    /// Records: Active with a fresh active TTL and not ready, or Offline with a re-minted job.
+    fn restore_clients(&mut self, snap: &Snapshot) -> Result<(Records, Vec<ClientOffboardingJob>), SnapshotError> {
+        for (id, last) in &snap.vacant {
+            if !self.live.registry().restore_vacant(ClientId(*id), Incarnation(*last)) {
+                return Err(bad(format!("client {id} listed twice")));
+            }
+        }
+        let mut records = Records::new();
+        let mut jobs = Vec::new();
+        for c in &snap.clients {
+            let (id, inc) = (ClientId(c.id), Incarnation(c.incarnation));
+            let (rec, proof) = self
+                .live
+                .restore_incarnation(id, inc, c.job.is_some())
+                .ok_or_else(|| bad(format!("client {} listed twice", c.id)))?;
+            if let (Some(j), Some(proof)) = (&c.job, proof) {
+                let mut job = ClientOffboardingJob::from_commit(rec.clone(), proof, j.committed_at_ms);
+                job.restore_progress(&j.steps_done, j.attempts);
+                jobs.push(job);
+            }
+            records.insert((c.id, c.incarnation), rec);
+        }
+        Ok((records, jobs))
+    }
+
+    fn restore_segments(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
+        for s in &snap.segments {
+            let owner = owner_of(records, s.owner, s.incarnation, &s.name)?;
+            if self.segments.id_of(&s.name).is_some() || s.used > s.size {
+                return Err(bad(format!("segment {} duplicated or over-full", s.name)));
+            }
+            self.segments.insert(Segment {
+                name: s.name.clone(),
+                size: s.size,
+                used: s.used,
+                owner,
+                lifecycle: s.lifecycle,
+                keys: Default::default(),
+            });
+        }
+        Ok(())
+    }
+
+    fn restore_objects(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
+        for d in &snap.local_disks {
+            let owner = owner_of(records, d.client, d.incarnation, "local disk")?;
+            let keys = d.keys.iter().cloned().collect();
+            let disk = LocalDisk {
+                owner,
+                capacity: d.capacity,
+                used: d.used,
+                keys,
+            };
+            self.local_disks.insert(ClientId(d.client), disk);
+        }
+        for o in &snap.objects {
+            let mut replicas = Vec::new();
+            for r in &o.replicas {
+                replicas.push(self.restore_replica(&o.key, r, records)?);
+            }
+            self.lru.insert(o.touched, o.key.clone());
+            let object = Object {
+                tenant: o.tenant.clone(),
+                size: o.size,
+                touched: o.touched,
+                replicas,
+                replication_task: o.replication_task,
+                tier_task: o.tier_task,
+            };
+            self.objects.insert(o.key.clone(), object);
+        }
+        Ok(())
+    }
+
+    fn restore_replica(&mut self, key: &str, r: &ReplicaSnap, records: &Records) -> Result<Replica, SnapshotError> {
+        Ok(match r {
+            ReplicaSnap::Memory { segment, complete } => {
+                let sid = self
+                    .segments
+                    .id_of(segment)
+                    .ok_or_else(|| bad(format!("object {key} on unknown segment {segment}")))?;
+                let seg = self.segments.get_mut(sid).expect("just looked up");
+                seg.keys.insert(key.to_string());
+                Replica {
+                    kind: ReplicaKind::Memory {
+                        segment: sid,
+                        owner: seg.owner.clone(),
+                    },
+                    complete: *complete,
+                }
+            }
+            ReplicaSnap::LocalDisk {
+                owner,
+                incarnation,
+                complete,
+            } => Replica {
+                kind: ReplicaKind::LocalDisk {
+                    owner: owner_of(records, *owner, *incarnation, key)?,
+                },
+                complete: *complete,
+            },
+        })
+    }
+
+    fn restore_tasks(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
+        for t in &snap.tasks {
+            let executor = owner_of(records, t.executor, t.incarnation, &t.key)?;
+            let seg = |name: &Option<String>| -> Result<Option<super::SegmentId>, SnapshotError> {
+                match name {
+                    None => Ok(None),
+                    Some(n) => self
+                        .segments
+                        .id_of(n)
+                        .map(Some)
+                        .ok_or_else(|| bad(format!("task {} names unknown segment {n}", t.id))),
+                }
+            };
+            let task = Task {
+                id: t.id,
+                kind: t.kind,
+                key: t.key.clone(),
+                executor,
+                source: seg(&t.source)?,
+                target: seg(&t.target)?,
+                delivered: t.delivered,
+            };
+            self.tasks.restore(task, snap.next_task_id);
+        }
+        Ok(())
+    }
+}
+
+fn owner_of(records: &Records, id: u128, inc: u64, what: &str) -> Result<Arc<ClientLivenessRecord>, SnapshotError> {
+    records.get(&(id, inc)).cloned().ok_or_else(|| {
+        bad(format!(
+            "{what} owned by client {id} incarnation {inc}, which is not in the snapshot"
+        ))
+    })
+}
+
+fn local_disk_snap(d: &LocalDisk) -> LocalDiskSnap {
+    LocalDiskSnap {
+        client: d.owner.client().0,
+        incarnation: d.owner.incarnation().0,
+        capacity: d.capacity,
+        used: d.used,
+        keys: d.keys.iter().cloned().collect(),
+    }
+}
+
+fn scratch_snap(c: ClientId, i: Incarnation, s: &Scratch) -> ScratchSnap {
+    ScratchSnap {
+        client: c.0,
+        incarnation: i.0,
+        refunds: s.refunds.clone(),
+        segment_names: s.segment_names.clone(),
+    }
+}

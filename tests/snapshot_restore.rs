@@ -1,0 +1,259 @@
+//! HA snapshots: restore with fresh TTLs, pending offboarding survives failover, bad input is
+//! refused, round trips are exact (invariant 19; decisions.md question 3).
+
+use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions};
+use mooncake_liveness::offboarding::Step;
+use mooncake_liveness::snapshot::{Snapshot, SnapshotError, FORMAT_VERSION};
+use mooncake_liveness::{Clock, LivenessConfig, LivenessState, ManualClock, PingStatus};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn config() -> LivenessConfig {
+    LivenessConfig {
+        active_ttl_ms: 10_000,
+        suspicion_ttl_ms: 20_000,
+        stall_bound_ms: 5_000,
+        ..LivenessConfig::default()
+    }
+}
+
+struct M {
+    clock: Arc<ManualClock>,
+    m: Master,
+    next_tick: u64,
+}
+
+impl M {
+    fn new() -> Self {
+        let clock = Arc::new(ManualClock::new(0));
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+        Self {
+            clock,
+            m,
+            next_tick: 100,
+        }
+    }
+
+    fn at(&mut self, t: u64) -> &mut Master {
+        while self.next_tick <= t {
+            self.clock.set_ms(self.next_tick);
+            self.m.tick();
+            self.next_tick += 100;
+        }
+        self.clock.set_ms(t);
+        &mut self.m
+    }
+
+    /// Fails over at the current time from `snap` (through the binary encoding).
+    fn failover(&mut self, snap: &Snapshot) {
+        let bytes = snap.encode();
+        let decoded = Snapshot::decode(&bytes).unwrap();
+        self.m = Master::restore(
+            self.clock.clone() as Arc<dyn Clock>,
+            config(),
+            MasterOptions::default(),
+            &decoded,
+        )
+        .unwrap();
+    }
+
+    fn state(&self, c: &str) -> Option<LivenessState> {
+        self.m.query(Some(c), None).clients.first().map(|s| s.state)
+    }
+}
+
+#[test]
+fn failover_with_a_suspected_client_restores_it_active_with_a_fresh_ttl_not_ready() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).remount("c1", &[]).unwrap();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    m.at(15_000);
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    assert_eq!(m.at(15_000).get("k"), Err(MasterError::ReplicaIsNotReady));
+    let snap = m.m.snapshot();
+    m.failover(&snap);
+    assert_eq!(m.state("c1"), Some(LivenessState::Active));
+    assert!(!m.m.query(Some("c1"), None).clients[0].ready);
+    assert_eq!(m.at(15_000).get("k").map(|r| r.len()), Ok(1), "served again");
+    // Fresh active TTL from the restore time: silent, it is suspected at 25 s, not before.
+    m.at(24_900);
+    assert_eq!(m.state("c1"), Some(LivenessState::Active));
+    assert_eq!(
+        m.at(24_900).ping("c1"),
+        PingStatus::NeedRemount,
+        "not ready until ReMount"
+    );
+    m.at(24_900).remount("c1", &[]).unwrap();
+    assert_eq!(m.at(24_900).ping("c1"), PingStatus::Ok);
+}
+
+#[test]
+fn failover_with_a_pending_job_resumes_it_and_keeps_the_barrier() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).mount("c2", "s2", 1_000).unwrap();
+    m.m.set_quota_limit("default", Some(10_000));
+    for i in 0..10 {
+        m.at(0).put(&format!("k{i}"), 10, 2).unwrap();
+    }
+    m.at(0).fail_step(Step::Segments, 1_000);
+    let mut t = 0;
+    while t <= 31_000 {
+        m.at(t).ping("c2");
+        t += 1_000;
+    }
+    let pending: Vec<_> = m.m.pending_jobs().collect();
+    assert_eq!(pending[0].1.steps_done, vec![Step::Metadata]);
+    let snap = m.m.snapshot();
+    let job = snap.clients.iter().find_map(|c| c.job.clone()).expect("job serialized");
+    assert_eq!(job.steps_done, vec![Step::Metadata]);
+    m.failover(&snap);
+    // The barrier survived: the client id cannot mount until the job completes.
+    assert_eq!(
+        m.at(31_000).mount("c1", "s1", 1_000),
+        Err(MasterError::ClientOffboarding)
+    );
+    assert_eq!(m.state("c1"), Some(LivenessState::Offline));
+    // Faults are not part of a snapshot: the resumed job completes at the next tick.
+    m.at(31_100);
+    let events = m.m.take_events();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, MasterEvent::Offboarded { attempts, .. } if *attempts > 1)));
+    assert!(m.m.segments().id_of("s1").is_none());
+    assert!(!m.m.external_metadata().contains("s1"));
+    let used: u64 = m.m.objects().values().map(|o| o.size * o.replicas.len() as u64).sum();
+    assert_eq!(
+        m.m.quota_used(),
+        used,
+        "refunds recorded before the snapshot were applied after it"
+    );
+    m.at(31_100).mount("c1", "s1", 1_000).unwrap();
+    assert_eq!(m.m.query(Some("c1"), None).clients[0].incarnation, 2);
+}
+
+fn busy_master(objects: usize) -> M {
+    let mut m = M::new();
+    for c in 0..8 {
+        m.at(0).mount(&format!("c{c}"), &format!("s{c}"), 1 << 40).unwrap();
+    }
+    m.at(0).mount_local_disk("c0", 1 << 40).unwrap();
+    m.m.set_quota_limit("t1", Some(1 << 50));
+    for i in 0..objects {
+        let key = format!("key-{i:07}");
+        m.at(0)
+            .put_for(
+                if i % 3 == 0 { "t1" } else { "default" },
+                &key,
+                100 + (i as u64 % 97),
+                1 + i % 3,
+            )
+            .unwrap();
+        if i % 10 != 0 {
+            m.at(0).put_end(&key).unwrap();
+        }
+    }
+    let offloads = m.at(0).offload_heartbeat("c0").unwrap();
+    for t in offloads.iter().take(50) {
+        m.at(0).task_done("c0", t.task, true).unwrap();
+    }
+    m.at(0).replicate("key-0000001", "s7", false).ok();
+    m.at(0).drain("s5").unwrap();
+    m
+}
+
+fn without_readiness(mut s: Snapshot) -> Snapshot {
+    for c in &mut s.clients {
+        c.ready = false;
+    }
+    s
+}
+
+#[test]
+fn round_trip_at_100k_objects_is_exact() {
+    let m0 = busy_master(100_000);
+    let snap = m0.m.snapshot();
+    assert_eq!(snap.objects.len(), 100_000);
+    let bytes = snap.encode();
+    let decoded = Snapshot::decode(&bytes).unwrap();
+    assert_eq!(decoded, snap);
+    let restored = Master::restore(
+        m0.clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        &decoded,
+    )
+    .unwrap();
+    assert_eq!(without_readiness(restored.snapshot()), without_readiness(snap.clone()));
+    assert_eq!(Snapshot::from_json(&snap.to_json()).unwrap(), snap);
+}
+
+#[test]
+fn bad_snapshots_are_refused_and_the_running_master_is_untouched() {
+    let m = busy_master(200);
+    let bytes = m.m.snapshot().encode();
+    let before = m.m.snapshot();
+    let restore = |b: &[u8]| Snapshot::decode(b);
+    assert!(matches!(restore(&bytes[..10]), Err(SnapshotError::Truncated(_))));
+    assert!(matches!(
+        restore(&bytes[..bytes.len() - 1]),
+        Err(SnapshotError::Truncated(_))
+    ));
+    let mut corrupt = bytes.clone();
+    corrupt[40] ^= 0x55;
+    assert!(matches!(restore(&corrupt), Err(SnapshotError::Checksum { .. })));
+    let mut future = bytes.clone();
+    future[4..8].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let err = restore(&future).unwrap_err();
+    assert!(err.to_string().contains("version 2"), "{err}");
+    let mut magic = bytes.clone();
+    magic[0] = b'X';
+    assert!(matches!(restore(&magic), Err(SnapshotError::BadMagic(_))));
+    // Decodes but contradicts itself.
+    let mut snap = m.m.snapshot();
+    snap.segments.retain(|s| s.name != "s1");
+    let err = Master::restore(
+        m.clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        &snap,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SnapshotError::Inconsistent(_)), "{err}");
+    assert_eq!(m.m.snapshot(), before);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn random_masters_round_trip(ops in proptest::collection::vec((0u8..6, 0u8..4, 0u16..200), 1..120)) {
+        let mut m = M::new();
+        let mut t = 0;
+        for (op, c, k) in ops {
+            t += 150;
+            let client = format!("c{c}");
+            let key = format!("k{k}");
+            let master = m.at(t);
+            let _ = match op {
+                0 => master.mount(&client, &format!("s{c}"), 10_000).map(|_| ()),
+                1 => master.put(&key, 1 + u64::from(k % 9), 1 + usize::from(c % 2)).map(|_| ()),
+                2 => master.put_end(&key),
+                3 => { master.ping(&client); Ok(()) }
+                4 => master.mount_local_disk(&client, 1_000),
+                _ => master.remove(&key),
+            };
+        }
+        let snap = m.m.snapshot();
+        let decoded = Snapshot::decode(&snap.encode()).unwrap();
+        prop_assert_eq!(&decoded, &snap);
+        let restored = Master::restore(m.clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default(), &decoded).unwrap();
+        prop_assert_eq!(without_readiness(restored.snapshot()), without_readiness(snap));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_decoder(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = Snapshot::decode(&bytes);
+    }
+}
