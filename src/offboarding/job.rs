@@ -3,7 +3,6 @@
 use crate::liveness::record::OfflineCommitted;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Registry};
 use crate::sync::Arc;
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// One step of offboarding, in the order they run.
@@ -121,10 +120,6 @@ pub struct ClientOffboardingJob {
     attempts: u32,
     done: u8,
     last_error: Option<CleanupError>,
-    /// Segment names the `segments` step unmounted, for `external_metadata`.
-    pub(crate) segment_names: Vec<String>,
-    /// Quota refunds per tenant recorded by `metadata`/`local_disk`, applied by `quota`.
-    pub(crate) refunds: BTreeMap<String, u64>,
     /// Batches already run of the step in progress (0: the step has not started).
     pub(crate) step_batches: u32,
 }
@@ -144,6 +139,15 @@ pub struct Completed {
 }
 
 impl ClientOffboardingJob {
+    /// Marks the steps of a restored job done and sets its attempt count (snapshot restore).
+    /// Restored progress is a lower bound: steps re-run are idempotent.
+    pub(crate) fn restore_progress(&mut self, steps: &[Step], attempts: u32) {
+        for s in steps {
+            self.done |= s.bit();
+        }
+        self.attempts = attempts;
+    }
+
     /// Mints the job for `record` from the proof that the caller committed it Offline.
     pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
         Self {
@@ -152,8 +156,6 @@ impl ClientOffboardingJob {
             attempts: 0,
             done: 0,
             last_error: None,
-            segment_names: Vec::new(),
-            refunds: BTreeMap::new(),
             step_batches: 0,
         }
     }
