@@ -99,7 +99,7 @@ impl Clock for ManualClock {
     }
 }
 
-impl<C: Clock + ?Sized> Clock for crate::sync::Arc<C> {
+impl<C: Clock + ?Sized> Clock for crate::sync::CellArc<C> {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }

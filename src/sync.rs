@@ -8,6 +8,8 @@
 //!   uses [`unsync_load`] instead, which is a plain load under std.
 //! - Spin loops use [`Backoff`], which yields to the loom scheduler (loom's scheduler is
 //!   deliberately unfair, so a bare spin would never let the other thread run).
+//! - Memory shared through raw pointers sits in an [`UnsafeCell`] accessed only through
+//!   `with`/`with_mut` (loom's API, mirrored on the std side), so loom checks each access.
 //! - Read-mostly shared values (configuration, registry shards) live in an [`ArcCell`]:
 //!   `arc_swap::ArcSwap` under std (lock-free, wait-free readers), a `loom` mutex around an `Arc`
 //!   under loom, which cannot see inside arc-swap. The protocols built on top (copy-on-write
@@ -16,7 +18,30 @@
 #[cfg(not(loom))]
 #[allow(unused_imports)]
 mod imp {
+    pub(crate) use std::sync::atomic::AtomicPtr;
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    /// `std::cell::UnsafeCell` with loom's access API (`with` / `with_mut`), so code that owns
+    /// raw shared memory (the offboarding queue's nodes) reads the same under std and loom, and
+    /// loom checks every access for causality (tokio's `loom/std/unsafe_cell.rs` shape).
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(data: T) -> Self {
+            Self(std::cell::UnsafeCell::new(data))
+        }
+        /// Runs `f` with a shared pointer to the contents (loom: a tracked read).
+        #[inline(always)]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+        /// Runs `f` with a mutable pointer to the contents (loom: a tracked write).
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
     pub(crate) use std::sync::{Arc, Mutex, MutexGuard, Weak};
     #[allow(unused_imports)]
     pub(crate) use std::thread;
@@ -50,6 +75,8 @@ mod imp {
 #[cfg(loom)]
 #[allow(unused_imports)]
 mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::atomic::AtomicPtr;
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
     #[allow(unused_imports)]

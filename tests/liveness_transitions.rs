@@ -344,7 +344,7 @@ fn mass_suspicion_pauses_offline_then_gives_fresh_windows() {
         "Offline committed while the brake held: {offline:?}"
     );
     // Released at the first tick after the recoveries; the 8 still Suspected get a fresh window.
-    assert_eq!(brakes[1].1, false);
+    assert!(!brakes[1].1, "{brakes:?}");
     let released = brakes[1].0;
     assert!(released > 45_000 && released <= 45_100, "{brakes:?}");
     h.run_to(released + S - 100);

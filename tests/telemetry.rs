@@ -6,7 +6,10 @@ use mooncake_liveness::offboarding::Step;
 use mooncake_liveness::{Clock, LivenessConfig, ManualClock};
 use std::sync::Arc;
 
-fn counter(snapshot: &[(String, Vec<(String, String)>, DebugValue)], name: &str, labels: &[(&str, &str)]) -> u64 {
+/// (metric name, labels, value).
+type Sample = (String, Vec<(String, String)>, DebugValue);
+
+fn counter(snapshot: &[Sample], name: &str, labels: &[(&str, &str)]) -> u64 {
     snapshot
         .iter()
         .filter(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v)))
@@ -45,7 +48,7 @@ fn counters_and_stats_follow_transitions_retries_and_completion() {
         }
         m.stats()
     });
-    let snap: Vec<(String, Vec<(String, String)>, DebugValue)> = snapshotter
+    let snap: Vec<Sample> = snapshotter
         .snapshot()
         .into_vec()
         .into_iter()

@@ -201,7 +201,6 @@ impl Liveness {
     /// Ping: refresh, or recover then answer by readiness; `NEED_REMOUNT` for unknown, Offline
     /// or stale-token callers (no record is created). Lock-free.
     pub fn ping(&self, client: ClientId, token: Option<Incarnation>) -> PingOutcome {
-        let now = self.clock.now_ms();
         let ttls = self.ttls();
         let need_remount = PingOutcome {
             status: PingStatus::NeedRemount,
@@ -214,7 +213,7 @@ impl Liveness {
             if token.is_some_and(|t| t != rec.incarnation()) {
                 return need_remount;
             }
-            match rec.signal(now, ttls) {
+            match rec.signal_at(|| self.clock.now_ms(), ttls) {
                 Applied::Offline => need_remount,
                 applied => PingOutcome {
                     status: if rec.is_ready() {
@@ -291,8 +290,7 @@ impl Liveness {
             Ok(v) => v,
             Err(e) => return MountOutcome::Failed(e),
         };
-        let now = self.clock.now_ms();
-        match rec.signal(now, self.ttls()) {
+        match rec.signal_at(|| self.clock.now_ms(), self.ttls()) {
             Applied::Offline => MountOutcome::Lost(value, LostReason::WentOffline),
             applied => MountOutcome::Mounted {
                 value,
@@ -328,7 +326,7 @@ impl Liveness {
             Err(e) => return MountOutcome::Failed(e),
         };
         // The first signal is the mount itself; refresh it to the time the work finished.
-        rec.signal(self.clock.now_ms(), self.ttls());
+        rec.signal_at(|| self.clock.now_ms(), self.ttls());
         match self.registry.publish(rec.clone(), last) {
             Ok(()) => {
                 self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
@@ -387,7 +385,10 @@ impl Liveness {
 
     /// Incarnations currently Suspected.
     pub fn suspected_count(&self) -> usize {
-        self.suspected.load(Ordering::Relaxed)
+        // A recovery may decrement before the monitor's matching increment lands (the monitor
+        // counts after its CAS): the counter can be transiently "−1", i.e. wrapped. Read it as
+        // signed and clamp (found by the `suspected_count_vs_recovering_ping` loom model).
+        (self.suspected.load(Ordering::Relaxed) as isize).max(0) as usize
     }
 
     pub(crate) fn note_suspected(&self, delta: isize) {

@@ -143,11 +143,22 @@ impl ClientLivenessRecord {
 
     /// Applies `ev` at `now_ms` by CAS until the decision is settled on the latest word.
     pub(crate) fn apply(&self, ev: Event, now_ms: u64, ttls: Ttls) -> Applied {
+        self.apply_at(ev, || now_ms, ttls)
+    }
+
+    /// Applies `ev` by CAS, reading the time with `now` *after* each load of the word.
+    ///
+    /// Signals use this: a signal whose time was read before the monitor committed Suspected
+    /// at tick τ could otherwise recover with a deadline earlier than τ + active TTL, which is
+    /// the earliest the monitor re-arms a Suspected entry for (`monitor::wake_ms`). Reading the
+    /// time after the load that saw the commit (Acquire; the monitor read its own time before
+    /// its CAS) gives a time ≥ τ. Found by the `stale_ping_time_vs_suspect_rearm` loom model.
+    pub(crate) fn apply_at(&self, ev: Event, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
         let backoff = Backoff::new();
         let mut cur = self.word.load(Ordering::Acquire);
         loop {
             let word = Word::from_raw(cur);
-            let next = match decide(word, ev, now_ms, ttls) {
+            let next = match decide(word, ev, now(), ttls) {
                 Decision::Commit { next, change } => (next, change),
                 Decision::Wait { .. } => return Applied::Wait { word },
                 Decision::Held => return Applied::Held,
@@ -177,6 +188,11 @@ impl ClientLivenessRecord {
     /// A liveness signal at `now_ms`: refreshes Active, recovers Suspected, refused if Offline.
     pub(crate) fn signal(&self, now_ms: u64, ttls: Ttls) -> Applied {
         self.apply(Event::Signal, now_ms, ttls)
+    }
+
+    /// A liveness signal timed by `now`, read after each load of the word (see [`Self::apply_at`]).
+    pub(crate) fn signal_at(&self, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
+        self.apply_at(Event::Signal, now, ttls)
     }
 
     /// The monitor's evaluation at a tick.

@@ -27,7 +27,10 @@
 //! ```
 
 pub mod brakes;
+#[cfg(not(loom))]
+pub mod executor;
 mod job;
+pub mod queue;
 
 pub use job::{
     complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, NoResources, OffboardingSteps,

@@ -1,0 +1,292 @@
+//! Reference-master, offboarding and snapshot benchmarks, each against the design it replaces.
+//!
+//! | group/function | what runs | compared with |
+//! |---|---|---|
+//! | `master/get_hit` | `Master::get` of a present key (8 segments, 100k objects) | `master/get_hit_noseam`: the same master built with the seam switched off |
+//! | `master/put_alloc` | `put` + `remove` of one key (allocation over 8 segments) | `master/put_alloc_noseam` |
+//! | `offboard/own_index_1k_of_1m` | offboard a client holding 1k objects in a 1M-object master (per-owner index) | `offboard/full_sweep_1k_of_1m`: upstream's sweep, every object checked |
+//! | `ping/idle`, `ping/during_offboarding` | `Liveness::ping` alone, and while another thread offboards a large client holding the master lock batch by batch | |
+//! | `snapshot/encode_1m`, `snapshot/restore_1m` | snapshot + binary encoding of a 1M-object master; decode + restore | |
+//!
+//! `cargo bench --bench master` (heavy: builds 1M-object masters, several GiB of RAM).
+
+use criterion::{BatchSize, Criterion};
+use mooncake_liveness::master::{Master, MasterOptions};
+use mooncake_liveness::offboarding::executor::{Executor, ExecutorConfig};
+use mooncake_liveness::snapshot::Snapshot;
+use mooncake_liveness::{ClientId, Clock, LivenessConfig, ManualClock};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn config() -> LivenessConfig {
+    LivenessConfig {
+        active_ttl_ms: 10_000,
+        suspicion_ttl_ms: 20_000,
+        stall_brake: false,
+        mass_suspicion_brake: false,
+        offboarding_rate_per_sec: 1e9,
+        offboarding_burst: 1 << 30,
+        ..LivenessConfig::default()
+    }
+}
+
+struct Fixture {
+    clock: Arc<ManualClock>,
+    master: Master,
+}
+
+fn master(seam_disabled: bool, objects: usize) -> Fixture {
+    let clock = Arc::new(ManualClock::new(0));
+    let options = MasterOptions {
+        seam_disabled,
+        ..MasterOptions::default()
+    };
+    let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config(), options);
+    for c in 0..8 {
+        master.mount(&format!("c{c}"), &format!("s{c}"), 1 << 50).unwrap();
+    }
+    for i in 0..objects {
+        let key = format!("k{i}");
+        master.put(&key, 64, 1).unwrap();
+        master.put_end(&key).unwrap();
+    }
+    Fixture { clock, master }
+}
+
+fn bench_master(c: &mut Criterion) {
+    let mut g = c.benchmark_group("master");
+    for (name, disabled) in [("get_hit", false), ("get_hit_noseam", true)] {
+        let mut f = master(disabled, 100_000);
+        let keys: Vec<String> = (0..1024).map(|i| format!("k{}", i * 97)).collect();
+        let mut i = 0;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                i = (i + 1) & 1023;
+                black_box(f.master.get(black_box(&keys[i])).unwrap().len())
+            })
+        });
+    }
+    for (name, disabled) in [("put_alloc", false), ("put_alloc_noseam", true)] {
+        let mut f = master(disabled, 100_000);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let r = f.master.put(black_box("fresh"), 64, 1).unwrap();
+                f.master.remove("fresh").unwrap();
+                black_box(r.len())
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Advances the fixture's clock tick by tick to `t`.
+fn run_to(f: &mut Fixture, t: u64) {
+    let mut next = f.clock.now_ms() / 100 * 100 + 100;
+    while next <= t {
+        f.clock.set_ms(next);
+        f.master.tick();
+        next += 100;
+    }
+}
+
+/// Mounts a fresh client holding 1k objects and keeps the other owners alive up to `t`.
+fn add_victim(f: &mut Fixture, round: usize) -> String {
+    let name = format!("victim{round}");
+    f.master.mount(&name, &format!("vs{round}"), 1 << 50).unwrap();
+    // The empty segment has the highest free ratio: every put lands on it.
+    for i in 0..1_000 {
+        let key = format!("v{round}-{i}");
+        f.master.put(&key, 64, 1).unwrap();
+        f.master.put_end(&key).unwrap();
+    }
+    name
+}
+
+fn keep_others_alive(f: &mut Fixture) {
+    for c in 0..8 {
+        f.master.ping(&format!("c{c}"));
+    }
+}
+
+fn bench_offboard(c: &mut Criterion) {
+    let mut g = c.benchmark_group("offboard");
+    g.sample_size(10);
+    let mut f = master(false, 1_000_000);
+    let mut round = 0;
+    g.bench_function("own_index_1k_of_1m", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                add_victim(&mut f, round);
+                let start_t = f.clock.now_ms();
+                // Suspected after 10 s; keep the others alive meanwhile (not measured).
+                for s in 1..=30 {
+                    run_to(&mut f, start_t + s * 1_000 - 100);
+                    keep_others_alive(&mut f);
+                }
+                // The measured tick commits Offline and runs the whole job inline.
+                let t = start_t + 30_000;
+                f.clock.set_ms(t);
+                let start = Instant::now();
+                f.master.tick();
+                total += start.elapsed();
+                assert!(f.master.query(Some(&format!("victim{round}")), None).clients.is_empty());
+            }
+            total
+        })
+    });
+    g.bench_function("full_sweep_1k_of_1m", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                let name = add_victim(&mut f, round);
+                let segment = format!("vs{round}");
+                let start = Instant::now();
+                // Upstream's sweep: every object of every shard is checked for a replica on the
+                // departed client's segment; the matches are erased, then the segment goes.
+                let sid = f.master.segments().id_of(&segment).unwrap();
+                let doomed: Vec<String> = f
+                    .master
+                    .objects()
+                    .iter()
+                    .filter(|(_, o)| o.on_segment(sid))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in &doomed {
+                    f.master.remove(k).unwrap();
+                }
+                f.master.unmount(&name, &segment).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+fn bench_ping_during_offboarding(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ping");
+    let Fixture { clock, mut master } = master(false, 0);
+    for i in 0..10_000 {
+        master.mount(&format!("p{i}"), &format!("ps{i}"), 1 << 20).unwrap();
+    }
+    master.hand_jobs_to_executor(true);
+    let live = master.liveness_handle();
+    let mut i = 0u128;
+    g.bench_function("idle", |b| {
+        b.iter(|| {
+            i = (i + 1) % 10_000;
+            black_box(live.ping(ClientId(9 + i), None))
+        })
+    });
+    // Background: a client holding 1M objects goes silent, is committed Offline and offboarded
+    // by the executor, which holds the master lock one bounded batch at a time — over and over.
+    let shared = Arc::new(Mutex::new(master));
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    let exec = Executor::spawn(
+        shared.clone(),
+        live.clone(),
+        ExecutorConfig::from_config(&config()),
+        move |_| flag.store(true, Ordering::Release),
+    )
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let bg = {
+        let (shared, stop, clock, live) = (shared.clone(), stop.clone(), clock.clone(), live.clone());
+        std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(Ordering::Relaxed) {
+                round += 1;
+                let name = format!("big{round}");
+                shared
+                    .lock()
+                    .unwrap()
+                    .mount(&name, &format!("bs{round}"), 1 << 50)
+                    .unwrap();
+                for chunk in 0..1_000 {
+                    let mut m = shared.lock().unwrap();
+                    for j in 0..1_000 {
+                        let _ = m.put(&format!("b{round}-{chunk}-{j}"), 1, 1);
+                    }
+                }
+                // 30 s of virtual time; the other clients keep pinging every virtual second.
+                for tick in 0..300 {
+                    clock.advance_ms(100);
+                    if tick % 10 == 0 {
+                        for id in 1..=10_008u128 {
+                            live.ping(ClientId(id), None);
+                        }
+                    }
+                    let jobs = {
+                        let mut m = shared.lock().unwrap();
+                        m.tick();
+                        m.take_jobs()
+                    };
+                    for job in jobs {
+                        let _ = exec.submit(job);
+                    }
+                }
+                while !done.swap(false, Ordering::AcqRel) && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            exec
+        })
+    };
+    let mut i = 0u128;
+    g.bench_function("during_offboarding", |b| {
+        b.iter(|| {
+            i = (i + 1) % 10_000;
+            black_box(live.ping(ClientId(9 + i), None))
+        })
+    });
+    stop.store(true, Ordering::Relaxed);
+    let exec = bg.join().unwrap();
+    drop(exec.shutdown(Duration::from_secs(10)));
+    g.finish();
+}
+
+fn bench_snapshot(c: &mut Criterion) {
+    let mut g = c.benchmark_group("snapshot");
+    g.sample_size(10);
+    let f = master(false, 1_000_000);
+    g.bench_function("encode_1m", |b| {
+        b.iter(|| black_box(f.master.snapshot().encode().len()))
+    });
+    let bytes = f.master.snapshot().encode();
+    g.bench_function("restore_1m", |b| {
+        b.iter_batched(
+            || bytes.clone(),
+            |bytes| {
+                let snap = Snapshot::decode(&bytes).unwrap();
+                let m = Master::restore(
+                    f.clock.clone() as Arc<dyn Clock>,
+                    config(),
+                    MasterOptions::default(),
+                    &snap,
+                )
+                .unwrap();
+                black_box(m.objects().len())
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+criterion::criterion_group!(
+    benches,
+    bench_master,
+    bench_offboard,
+    bench_ping_during_offboarding,
+    bench_snapshot
+);
+criterion::criterion_main!(benches);

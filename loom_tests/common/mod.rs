@@ -1,0 +1,249 @@
+//! Shared harness for the loom models: the `model(name, f)` runner and a tiny master (liveness
+//! core + monitor) on a `ManualClock`, built inside each model iteration.
+//!
+//! Everything that takes part in a race (the clock's atomic, the records' words, the registry
+//! and inbox locks) is a loom type once the crate is built with `--cfg loom`, so it must be
+//! created inside the model closure: [`Master::new`] is called at the top of every iteration.
+#![allow(dead_code, unreachable_pub)]
+
+use loom::sync::atomic::AtomicUsize as AtomicUsizeLoom;
+use loom::sync::Arc;
+use mooncake_liveness::liveness::{Registry, Ttls};
+use mooncake_liveness::offboarding::{complete_client_offboarding, NoResources};
+use mooncake_liveness::{
+    ClientId, ClientLivenessRecord, ClientOffboardingJob, Clock, Liveness, LivenessConfig, LivenessEvent,
+    LivenessState, ManualClock, Monitor, MountOutcome, TickReport,
+};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Preemption bound when `LOOM_MAX_PREEMPTIONS` is not set.
+pub const DEFAULT_PREEMPTIONS: usize = 3;
+
+/// Active TTL of every model, liveness-clock ms.
+pub const ACTIVE_TTL_MS: u64 = 10;
+/// Suspicion TTL of every model, liveness-clock ms.
+pub const SUSPICION_TTL_MS: u64 = 20;
+/// The TTLs as the record API takes them.
+pub const TTLS: Ttls = Ttls {
+    active_ms: ACTIVE_TTL_MS,
+    suspicion_ms: SUSPICION_TTL_MS,
+};
+/// The client every model races on.
+pub const CLIENT: ClientId = ClientId(7);
+
+/// Runs `f` under loom's exhaustive scheduler (bounded by `LOOM_MAX_PREEMPTIONS`, default
+/// [`DEFAULT_PREEMPTIONS`]) and prints one line: the model's name, iterations and time.
+///
+/// With `LOOM_LOG` set it goes through `loom::model`, which installs the tracing subscriber that
+/// prints loom's per-operation log; `LOOM_CHECKPOINT_FILE`, `LOOM_CHECKPOINT_INTERVAL` and
+/// `LOOM_LOCATION` are read by `loom::model::Builder::new` in both cases.
+pub fn model<F>(name: &str, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let iterations = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = iterations.clone();
+    let counted = move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+        f();
+    };
+    let mut builder = loom::model::Builder::new();
+    let bound = *builder.preemption_bound.get_or_insert(DEFAULT_PREEMPTIONS);
+    let start = Instant::now();
+    if builder.log {
+        if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_none() {
+            std::env::set_var("LOOM_MAX_PREEMPTIONS", bound.to_string());
+        }
+        loom::model(counted);
+    } else {
+        builder.check(counted);
+    }
+    println!(
+        "loom model {name}: {} iterations, preemption bound {bound}, {:.2?}",
+        iterations.load(Ordering::Relaxed),
+        start.elapsed()
+    );
+}
+
+/// As [`model`], and afterwards checks that the iterations together reached every outcome in
+/// `expected` (each iteration reports its outcome with [`Seen::saw`]).
+///
+/// This keeps a model from passing vacuously: if loom stopped exploring the orders that produce
+/// some allowed outcome (see [`Gate`]), the model fails instead of checking one interleaving.
+/// The check is skipped when the exploration is cut short on purpose (`LOOM_MAX_PERMUTATIONS`,
+/// `LOOM_MAX_DURATION`, `LOOM_CHECKPOINT_FILE`, or a preemption bound below 2).
+pub fn model_covering<F>(name: &str, expected: &[&str], f: F)
+where
+    F: Fn(&Seen) + Sync + Send + 'static,
+{
+    let seen = Seen::default();
+    let inner = seen.clone();
+    model(name, move || f(&inner));
+    let builder = loom::model::Builder::new();
+    let cut_short = builder.max_permutations.is_some()
+        || builder.max_duration.is_some()
+        || builder.checkpoint_file.is_some()
+        || builder.preemption_bound.is_some_and(|b| b < 2);
+    let seen = seen.0.lock().unwrap().clone();
+    println!("loom model {name}: outcomes {seen:?}");
+    if !cut_short {
+        let missing: Vec<_> = expected.iter().filter(|e| !seen.contains(**e)).collect();
+        assert!(
+            missing.is_empty(),
+            "model {name} never reached {missing:?} (reached {seen:?})"
+        );
+    }
+    let unexpected: Vec<_> = seen.iter().filter(|s| !expected.contains(&s.as_str())).collect();
+    assert!(
+        unexpected.is_empty(),
+        "model {name} reached unlisted outcomes {unexpected:?}"
+    );
+}
+
+/// The outcomes a model's iterations reached (plain std types: it outlives the iterations).
+#[derive(Clone, Debug, Default)]
+pub struct Seen(std::sync::Arc<std::sync::Mutex<BTreeSet<String>>>);
+
+impl Seen {
+    /// Records this iteration's outcome.
+    pub fn saw(&self, outcome: impl Into<String>) {
+        self.0.lock().unwrap().insert(outcome.into());
+    }
+}
+
+/// A start line for the racing threads of a model: each racing thread calls [`Gate::pass`]
+/// before anything else.
+///
+/// Why: loom's DPOR remembers only the *last* access of each object, and a load is not
+/// dependent on a load. When a thread's first operations are loads (the monitor reads the clock,
+/// a ping or a mount reads the word before its CAS), the conflict with the other thread's
+/// earlier load is masked and loom never schedules that thread first (tokio-rs/loom#166,
+/// tokio-rs/loom#392: without the gate `failed_mount_vs_offline` ran 1 iteration and
+/// `mount_vs_offline_sweep` never let the monitor go first). A relaxed read-modify-write on one
+/// shared atomic, as the first operation of every racing thread, is a conflict loom always sees,
+/// so it tries each thread first; the interleavings after that come from the conflicts loom
+/// does see (the CASes, the locks). Relaxed, so it adds no happens-before edge between the
+/// threads. [`model_covering`] checks that the outcomes this is meant to reach are reached.
+#[derive(Debug, Default)]
+pub struct Gate(AtomicUsizeLoom);
+
+impl Gate {
+    /// A gate nobody has passed.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Crosses the start line (one relaxed read-modify-write).
+    pub fn pass(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The configuration of every full-stack model: 1 ms ticks (so a tick is a millisecond), tiny
+/// TTLs, no stall brake and no mass-suspicion brake unless a model turns them on.
+pub fn config() -> LivenessConfig {
+    LivenessConfig {
+        active_ttl_ms: ACTIVE_TTL_MS,
+        suspicion_ttl_ms: SUSPICION_TTL_MS,
+        monitor_tick_ms: 1,
+        stall_brake: false,
+        stall_bound_ms: 1_000,
+        mass_suspicion_brake: false,
+        ..LivenessConfig::default()
+    }
+}
+
+/// A liveness core (one registry shard) and its monitor on a manual clock starting at 0.
+pub struct Master {
+    /// The base clock; models move it only before spawning or after joining.
+    pub clock: std::sync::Arc<ManualClock>,
+    /// Shared with the model's threads.
+    pub liveness: Arc<Liveness>,
+    /// Single-owner: moved into the thread that plays the monitor, then handed back.
+    pub monitor: Monitor,
+}
+
+impl Master {
+    /// A master with [`config`].
+    pub fn new() -> Self {
+        Self::with_config(config())
+    }
+
+    /// A master with `config`.
+    pub fn with_config(config: LivenessConfig) -> Self {
+        let clock = std::sync::Arc::new(ManualClock::new(0));
+        let base: std::sync::Arc<dyn Clock> = clock.clone();
+        let liveness = Arc::new(Liveness::with_registry(base, config, Registry::with_shards(1)));
+        let monitor = Monitor::new(&liveness);
+        Self {
+            clock,
+            liveness,
+            monitor,
+        }
+    }
+
+    /// Sets the base clock to `ms` and runs one monitor tick.
+    pub fn tick_at(&mut self, ms: u64) -> TickReport {
+        self.clock.set_ms(ms);
+        self.monitor.tick(&self.liveness)
+    }
+
+    /// First mount of `client` at the current time, whose work succeeds and registers nothing.
+    pub fn mount_new(&self, client: ClientId) -> Arc<ClientLivenessRecord> {
+        match self.liveness.mount(client, None, |_| Ok::<(), ()>(())) {
+            MountOutcome::Mounted {
+                record, created: true, ..
+            } => record,
+            other => panic!("setup mount failed: {other:?}"),
+        }
+    }
+
+    /// Mounts `client` at 0 and ticks at its active deadline: the record is Suspected with its
+    /// suspicion deadline at `ACTIVE_TTL_MS + SUSPICION_TTL_MS`.
+    pub fn suspected(&mut self, client: ClientId) -> Arc<ClientLivenessRecord> {
+        let rec = self.mount_new(client);
+        let report = self.tick_at(ACTIVE_TTL_MS);
+        assert_eq!(
+            transitions(&report),
+            vec![(LivenessState::Active, LivenessState::Suspected)]
+        );
+        assert_eq!(rec.state(), LivenessState::Suspected);
+        rec
+    }
+
+    /// As [`Master::suspected`], then ticks at the suspicion deadline: the record is Offline and
+    /// the returned job is its one offboarding job.
+    pub fn offline(&mut self, client: ClientId) -> ClientOffboardingJob {
+        self.suspected(client);
+        let mut report = self.tick_at(ACTIVE_TTL_MS + SUSPICION_TTL_MS);
+        assert_eq!(
+            transitions(&report),
+            vec![(LivenessState::Suspected, LivenessState::Offline)]
+        );
+        assert_eq!(report.jobs.len(), 1);
+        report.jobs.pop().unwrap()
+    }
+}
+
+/// Completes `job` with no resources to clean (every step succeeds): runs the real completion,
+/// whose last act is the compare-and-erase of the record. Returns whether it erased.
+pub fn complete(registry: &Registry, job: ClientOffboardingJob) -> bool {
+    match complete_client_offboarding(&mut NoResources, registry, job) {
+        Ok(done) => done.erased,
+        Err(job) => panic!("a step of a resource-less job failed: {job:?}"),
+    }
+}
+
+/// The `(from, to)` of every transition event of a tick, in order.
+pub fn transitions(report: &TickReport) -> Vec<(LivenessState, LivenessState)> {
+    report
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            LivenessEvent::Transition(t) => Some((t.from, t.to)),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,264 @@
+//! Race: a liveness signal (Ping) against the monitor's Active → Suspected commit, on a record
+//! whose active deadline is due.
+//!
+//! Invariants: 1 (only Active → Suspected → Active here), 2 (no suspicion of an incarnation whose
+//! deadline a ping has moved: no lost update), 4 (the wheel entry survives the race and the
+//! incarnation is suspected exactly at its new deadline) and the `record.rs` ground rule (a): the
+//! signal moves the deadline, so a monitor CAS prepared against the old one fails.
+//!
+//! Allowed outcomes (each is a serial order of the two CASes):
+//! - **ping first**: the ping refreshes the deadline (`Refreshed`), the monitor then sees a word
+//!   that is not due and answers `Wait` with the refreshed deadline; the word keeps seq 0.
+//! - **monitor first**: the monitor commits Suspected, the ping then recovers (`Recovered`);
+//!   seq moves by 2.
+//!
+//! In both, the final word is Active with deadline exactly `ping time + active TTL`. Forbidden:
+//! the monitor reporting Suspected while the ping reports a plain refresh (the ping's deadline
+//! would have been overwritten), or a final Suspected word.
+#![cfg(loom)]
+
+mod common;
+
+use common::{model_covering, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT, SUSPICION_TTL_MS, TTLS};
+use loom::thread;
+use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal, Eval};
+use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
+use mooncake_liveness::{Incarnation, LivenessState, PingStatus};
+
+const PING_FIRST: &str = "ping first";
+const MONITOR_FIRST: &str = "monitor first";
+
+/// Record level: the monitor evaluates at the deadline, the ping lands 2 ms later.
+#[test]
+fn ping_vs_suspect_commit() {
+    model_covering("ping_vs_suspect_commit", &[PING_FIRST, MONITOR_FIRST], |seen| {
+        const DEADLINE: u64 = 10;
+        const PING_AT: u64 = 12;
+        let initial = Word::pack(LivenessState::Active, Seq::default(), DEADLINE);
+        let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
+        let gate = Gate::new();
+
+        let monitor = {
+            let (rec, gate) = (rec.clone(), gate.clone());
+            thread::spawn(move || {
+                gate.pass();
+                evaluate(&rec, DEADLINE, TTLS, false)
+            })
+        };
+        gate.pass();
+        let ping = signal(&rec, PING_AT, TTLS);
+        let eval = monitor.join().unwrap();
+
+        let fin = rec.word();
+        assert_eq!(
+            fin.state(),
+            LivenessState::Active,
+            "final {fin:?}, monitor {eval:?}, ping {ping:?}"
+        );
+        assert_eq!(fin.deadline_ms(), PING_AT + ACTIVE_TTL_MS, "lost update: {fin:?}");
+        match (&eval, &ping) {
+            (
+                Eval::Wait(waited_on),
+                Applied::Committed {
+                    from,
+                    to,
+                    change: Change::Refreshed,
+                },
+            ) => {
+                // The monitor decided on the word the ping installed.
+                assert_eq!(*from, initial);
+                assert_eq!(waited_on, to, "monitor waited on a word other than the ping's");
+                assert_eq!(fin, *to);
+                assert_eq!(fin.seq(), Seq::default());
+                seen.saw(PING_FIRST);
+            }
+            (
+                Eval::Suspected {
+                    from,
+                    to,
+                    change: Change::Suspected,
+                },
+                Applied::Committed {
+                    from: recovered_from,
+                    to: recovered_to,
+                    change: Change::Recovered,
+                },
+            ) => {
+                // The ping recovered exactly the word the monitor installed.
+                assert_eq!(*from, initial);
+                assert_eq!(to.deadline_ms(), DEADLINE + SUSPICION_TTL_MS);
+                assert_eq!(recovered_from, to, "ping recovered a word the monitor did not install");
+                assert_eq!(fin, *recovered_to);
+                assert_eq!(fin.seq(), Seq::new(2));
+                seen.saw(MONITOR_FIRST);
+            }
+            other => panic!("not a serial order of ping and suspect commit: {other:?}"),
+        }
+    });
+}
+
+/// Full stack: `Monitor::tick` (wheel poll, re-read, CAS, lazy re-arm) against `Liveness::ping`
+/// at the deadline; afterwards the monitor must still hold the entry and suspect the client at
+/// its refreshed deadline, not before.
+#[test]
+fn ping_vs_monitor_tick_then_rearm() {
+    model_covering(
+        "ping_vs_monitor_tick_then_rearm",
+        &[PING_FIRST, MONITOR_FIRST],
+        |seen| {
+            let mut master = Master::new();
+            let rec = master.mount_new(CLIENT);
+            master.clock.set_ms(ACTIVE_TTL_MS); // due, for both threads
+            let gate = Gate::new();
+
+            let monitor = {
+                let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
+                thread::spawn(move || {
+                    gate.pass();
+                    let report = mon.tick(&liveness);
+                    (mon, report)
+                })
+            };
+            gate.pass();
+            let ping = master.liveness.ping(CLIENT, None);
+            let (mon, report) = monitor.join().unwrap();
+            master.monitor = mon;
+
+            assert!(report.jobs.is_empty());
+            assert_eq!(ping.status, PingStatus::NeedRemount, "never remounted: not ready");
+            match (transitions(&report).as_slice(), ping.recovered) {
+                ([], None) => {
+                    assert_eq!(rec.word().seq(), Seq::default());
+                    seen.saw(PING_FIRST);
+                }
+                ([(LivenessState::Active, LivenessState::Suspected)], Some(t)) => {
+                    assert_eq!((t.from, t.to), (LivenessState::Suspected, LivenessState::Active));
+                    assert_eq!(rec.word().seq(), Seq::new(2));
+                    seen.saw(MONITOR_FIRST);
+                }
+                (monitor, ping) => panic!("monitor {monitor:?} vs ping {ping:?}: not serializable"),
+            }
+            let fin = rec.word();
+            assert_eq!(fin.state(), LivenessState::Active);
+            assert_eq!(fin.deadline_ms(), 2 * ACTIVE_TTL_MS, "lost update: {fin:?}");
+
+            // The wheel is a hint: the entry survived and fires exactly at the refreshed deadline.
+            assert_eq!(master.monitor.armed(), 1);
+            let early = master.tick_at(2 * ACTIVE_TTL_MS - 1);
+            assert!(
+                transitions(&early).is_empty(),
+                "suspected before the refreshed deadline"
+            );
+            let due = master.tick_at(2 * ACTIVE_TTL_MS);
+            assert_eq!(
+                transitions(&due),
+                vec![(LivenessState::Active, LivenessState::Suspected)]
+            );
+        },
+    );
+}
+
+/// A ping whose clock reading predates the monitor's suspect commit recovers the client with an
+/// Active deadline *earlier* than the tick the monitor re-armed the entry at, so the client is
+/// suspected late (invariant 4). Regression model: it failed until signals read their time
+/// after loading the word, and again after each failed CAS (`ClientLivenessRecord::apply_at`),
+/// so a recovery is never stamped before the suspicion it undoes.
+///
+/// Interleaving: the ping reads liveness time 8; the monitor's clock reaches 10 and its tick
+/// commits Active → Suspected (suspicion deadline 30) and re-arms the entry at
+/// `min(30, 10 + active TTL) = 20`; the ping's CAS then recovers with deadline `8 + 10 = 18`.
+/// Nothing wakes the entry before tick 20, so a client silent since 8 is suspected at 20, two
+/// ticks after its deadline. `monitor::wake_ms` assumes a recovery at `r ≥ now`.
+#[test]
+fn stale_ping_time_vs_suspect_rearm() {
+    model_covering(
+        "stale_ping_time_vs_suspect_rearm",
+        &[PING_FIRST, MONITOR_FIRST],
+        |seen| {
+            const PING_AT: u64 = ACTIVE_TTL_MS - 2;
+            let mut master = Master::new();
+            let rec = master.mount_new(CLIENT);
+            master.clock.set_ms(PING_AT);
+            let gate = Gate::new();
+
+            let monitor = {
+                let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
+                let clock = master.clock.clone();
+                thread::spawn(move || {
+                    gate.pass();
+                    clock.set_ms(ACTIVE_TTL_MS);
+                    let report = mon.tick(&liveness);
+                    (mon, report)
+                })
+            };
+            gate.pass();
+            let ping = master.liveness.ping(CLIENT, None);
+            let (mon, report) = monitor.join().unwrap();
+            master.monitor = mon;
+            seen.saw(if transitions(&report).is_empty() {
+                PING_FIRST
+            } else {
+                MONITOR_FIRST
+            });
+
+            let deadline = rec.word().deadline_ms();
+            assert_eq!(rec.state(), LivenessState::Active, "{ping:?}");
+            let mut now = ACTIVE_TTL_MS;
+            loop {
+                now += 1;
+                let report = master.tick_at(now);
+                if !transitions(&report).is_empty() {
+                    break;
+                }
+            }
+            assert!(now >= deadline, "suspected at {now} before the deadline {deadline}");
+            assert!(
+                now <= deadline.max(ACTIVE_TTL_MS + 1) + 1,
+                "deadline {deadline}, suspected only at {now}"
+            );
+        },
+    );
+}
+
+/// `Liveness::suspected_count` read right after a recovering ping never exceeds the number of
+/// clients. Regression model: it failed (read `usize::MAX`) until `suspected_count` read the
+/// counter as signed and clamped it.
+///
+/// Interleaving: the monitor's CAS commits Active → Suspected; before it runs
+/// `note_suspected(+1)`, the ping's CAS recovers the word and `Liveness::recovery` runs
+/// `fetch_sub(1)` on a counter that is still 0, which wraps to `usize::MAX` until the monitor's
+/// increment lands. The monitor's own brake reads are safe (its increment precedes them), but
+/// any other reader is not: `master::Master::stats` computes `suspected + offline`, which
+/// overflows (a panic with debug assertions, garbage gauges without).
+#[test]
+fn suspected_count_vs_recovering_ping() {
+    model_covering(
+        "suspected_count_vs_recovering_ping",
+        &[PING_FIRST, MONITOR_FIRST],
+        |seen| {
+            let mut master = Master::new();
+            master.mount_new(CLIENT);
+            master.clock.set_ms(ACTIVE_TTL_MS);
+            let gate = Gate::new();
+
+            let monitor = {
+                let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
+                thread::spawn(move || {
+                    gate.pass();
+                    mon.tick(&liveness)
+                })
+            };
+            gate.pass();
+            let ping = master.liveness.ping(CLIENT, None);
+            let count = master.liveness.suspected_count();
+            assert!(count <= 1, "suspected_count {count} after {ping:?}");
+            let report = monitor.join().unwrap();
+            assert_eq!(master.liveness.suspected_count(), 0, "the client is Active");
+            seen.saw(if transitions(&report).is_empty() {
+                PING_FIRST
+            } else {
+                MONITOR_FIRST
+            });
+        },
+    );
+}

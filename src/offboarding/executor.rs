@@ -1,0 +1,283 @@
+//! The asynchronous offboarding executor: N worker threads take jobs in batches from the
+//! lock-free MPSC [`queue`](super::queue), run them with the *same* job type and step semantics
+//! as synchronous mode, retry failed jobs on the backoff schedule, and on shutdown hand back
+//! every job they did not finish — never dropping one (invariant 18).
+//!
+//! # Ground rules
+//!
+//! - Producers (the monitor's sink, any thread) only `submit`, which pushes onto the queue and
+//!   hands the job back if the queue is full or closed.
+//! - The one queue consumer is shared by the workers behind a mutex held only for a
+//!   `pop_batch`; no worker holds it while running a job.
+//! - Steps run through [`SharedSteps`], which takes the target's lock for one bounded batch at
+//!   a time, so data-plane work interleaves with a large job. Ping never takes that lock.
+//! - A job is always in exactly one place: the queue, a worker's hands, the retry table, the
+//!   returned list, or completed. Shutdown collects the first four.
+
+use super::brakes::TokenBucket;
+use super::queue::{self, Consumer, Producer, PushError};
+use super::{
+    complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, OffboardingSteps, Progress, Step,
+};
+use crate::clock::Clock;
+use crate::config::LivenessConfig;
+use crate::liveness::Liveness;
+use crate::sync::{thread, AtomicBool, AtomicU64, Mutex, Ordering};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Steps that can be run from several worker threads: each call locks what it needs for one
+/// bounded batch.
+pub trait SharedSteps: Send + Sync + 'static {
+    /// Runs one bounded batch of `step` for `job`.
+    fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError>;
+}
+
+impl<S: OffboardingSteps + Send + 'static> SharedSteps for Mutex<S> {
+    fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        self.lock().unwrap_or_else(|e| e.into_inner()).run_step(step, job)
+    }
+}
+
+/// Adapts `SharedSteps` to the job's runner, and interrupts between batches at shutdown.
+struct Batches<'a, T: ?Sized> {
+    target: &'a T,
+    stop: &'a AtomicBool,
+}
+
+impl<T: SharedSteps + ?Sized> OffboardingSteps for Batches<'_, T> {
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if self.stop.load(Ordering::Acquire) {
+            return Err(CleanupError::new(step, "interrupted by shutdown"));
+        }
+        self.target.run_step(step, job)
+    }
+}
+
+/// Sizing and schedule of an [`Executor`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecutorConfig {
+    /// Worker threads.
+    pub workers: usize,
+    /// Jobs a worker takes per `pop_batch`.
+    pub batch_size: usize,
+    /// Queue capacity.
+    pub capacity: usize,
+    /// First retry delay.
+    pub retry_backoff_ms: u64,
+    /// Retry delay cap.
+    pub retry_max_backoff_ms: u64,
+    /// Job starts per second.
+    pub rate_per_sec: f64,
+    /// Job starts allowed at once.
+    pub burst: u64,
+}
+
+impl ExecutorConfig {
+    /// The executor part of a liveness configuration.
+    pub fn from_config(c: &LivenessConfig) -> Self {
+        Self {
+            workers: c.offboarding_workers.max(1),
+            batch_size: c.offboarding_batch_size.max(1),
+            capacity: 1 << 16,
+            retry_backoff_ms: c.offboarding_retry_backoff_ms,
+            retry_max_backoff_ms: c.offboarding_retry_max_backoff_ms,
+            rate_per_sec: c.offboarding_rate_per_sec,
+            burst: c.offboarding_burst,
+        }
+    }
+}
+
+type OnComplete = Box<dyn Fn(Completed) + Send + Sync>;
+
+struct Inner<T: ?Sized> {
+    consumer: Mutex<Consumer<ClientOffboardingJob>>,
+    retries: Mutex<BTreeMap<(u64, u64), ClientOffboardingJob>>,
+    returned: Mutex<Vec<ClientOffboardingJob>>,
+    bucket: Mutex<TokenBucket>,
+    seq: AtomicU64,
+    /// Workers stop taking new work from the queue once it is empty (shutdown drain).
+    draining: AtomicBool,
+    /// Workers stop now; jobs in hand are interrupted between batches and returned.
+    stop: AtomicBool,
+    liveness: Arc<Liveness>,
+    config: ExecutorConfig,
+    on_complete: OnComplete,
+    target: Arc<T>,
+}
+
+/// The running executor.
+pub struct Executor<T: SharedSteps + ?Sized> {
+    producer: Producer<ClientOffboardingJob>,
+    inner: Arc<Inner<T>>,
+    workers: Vec<thread::JoinHandle<()>>,
+}
+
+impl<T: SharedSteps + ?Sized> fmt::Debug for Executor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("workers", &self.workers.len())
+            .field("queued", &self.producer.len())
+            .finish()
+    }
+}
+
+impl<T: SharedSteps + ?Sized> Executor<T> {
+    /// Starts `config.workers` workers running jobs against `target`; `liveness` provides the
+    /// registry (compare-and-erase) and the clock (retry schedule); `on_complete` sees every
+    /// completed job.
+    pub fn spawn(
+        target: Arc<T>,
+        liveness: Arc<Liveness>,
+        config: ExecutorConfig,
+        on_complete: impl Fn(Completed) + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        let (producer, consumer) = queue::channel(config.capacity.max(1));
+        let now = liveness.clock().base().now_ms();
+        let inner = Arc::new(Inner {
+            consumer: Mutex::new(consumer),
+            retries: Mutex::new(BTreeMap::new()),
+            returned: Mutex::new(Vec::new()),
+            bucket: Mutex::new(TokenBucket::new(config.rate_per_sec, config.burst, now)),
+            seq: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            liveness,
+            on_complete: Box::new(on_complete),
+            target,
+            config,
+        });
+        let mut workers = Vec::new();
+        for i in 0..inner.config.workers {
+            let inner = inner.clone();
+            let handle = thread::Builder::new()
+                .name(format!("offboarding-{i}"))
+                .spawn(move || inner.work())?;
+            workers.push(handle);
+        }
+        Ok(Self {
+            producer,
+            inner,
+            workers,
+        })
+    }
+
+    /// Queues a job; hands it back if the queue is full or shut down (never drops it).
+    pub fn submit(&self, job: ClientOffboardingJob) -> Result<(), PushError<ClientOffboardingJob>> {
+        let r = self.producer.push(job);
+        crate::telemetry::queue_depth(self.producer.len());
+        r
+    }
+
+    /// Jobs queued (not yet taken by a worker).
+    pub fn queued(&self) -> usize {
+        self.producer.len()
+    }
+
+    /// Jobs waiting for a retry.
+    pub fn retrying(&self) -> usize {
+        lock(&self.inner.retries).len()
+    }
+
+    /// Stops accepting jobs, lets the workers drain the queue until it is empty or `deadline`
+    /// passes, then stops them and returns every job not completed — queued, waiting for a
+    /// retry, or interrupted — so the caller can persist it (e.g. in the next snapshot).
+    pub fn shutdown(mut self, deadline: Duration) -> Vec<ClientOffboardingJob> {
+        let start = Instant::now();
+        self.producer.close();
+        self.inner.draining.store(true, Ordering::Release);
+        while start.elapsed() < deadline && !lock(&self.inner.consumer).is_empty() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        self.inner.stop.store(true, Ordering::Release);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        let mut left = std::mem::take(&mut *lock(&self.inner.returned));
+        let drain = lock(&self.inner.consumer).drain_after_close(&mut left, || true);
+        debug_assert!(drain.is_complete());
+        left.extend(std::mem::take(&mut *lock(&self.inner.retries)).into_values());
+        tracing::info!(returned = left.len(), "offboarding executor stopped");
+        left
+    }
+}
+
+fn lock<M>(m: &Mutex<M>) -> crate::sync::MutexGuard<'_, M> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<T: SharedSteps + ?Sized> Inner<T> {
+    fn now(&self) -> u64 {
+        self.liveness.clock().base().now_ms()
+    }
+
+    fn work(&self) {
+        let mut batch = Vec::with_capacity(self.config.batch_size);
+        while !self.stop.load(Ordering::Acquire) {
+            let mut idle = true;
+            if !self.draining.load(Ordering::Acquire) {
+                for job in self.take_due_retries() {
+                    idle = false;
+                    self.process(job);
+                }
+            }
+            lock(&self.consumer).pop_batch(self.config.batch_size, &mut batch);
+            for job in batch.drain(..) {
+                idle = false;
+                self.process(job);
+            }
+            if idle {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    fn take_due_retries(&self) -> Vec<ClientOffboardingJob> {
+        let now = self.now();
+        let mut retries = lock(&self.retries);
+        let due: Vec<(u64, u64)> = retries.range(..(now + 1, 0)).map(|(k, _)| *k).collect();
+        due.into_iter().filter_map(|k| retries.remove(&k)).collect()
+    }
+
+    fn park(&self, job: ClientOffboardingJob, due: u64) {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        lock(&self.retries).insert((due, seq), job);
+    }
+
+    fn process(&self, job: ClientOffboardingJob) {
+        if self.stop.load(Ordering::Acquire) {
+            lock(&self.returned).push(job);
+            return;
+        }
+        let now = self.now();
+        if job.attempts() == 0 && !lock(&self.bucket).try_take(now) {
+            self.park(job, now + 10);
+            return;
+        }
+        let committed = job.committed_at_ms();
+        let mut steps = Batches {
+            target: &*self.target,
+            stop: &self.stop,
+        };
+        match complete_client_offboarding(&mut steps, self.liveness.registry(), job) {
+            Ok(done) => {
+                crate::telemetry::job_completed(self.now().saturating_sub(committed));
+                (self.on_complete)(done);
+            }
+            Err(job) if self.stop.load(Ordering::Acquire) => lock(&self.returned).push(job),
+            Err(job) => {
+                if let Some(e) = job.last_error() {
+                    crate::telemetry::step_failed(e.step);
+                }
+                let delay = ClientOffboardingJob::backoff_ms(
+                    job.attempts(),
+                    self.config.retry_backoff_ms,
+                    self.config.retry_max_backoff_ms,
+                );
+                self.park(job, self.now().saturating_add(delay));
+            }
+        }
+    }
+}

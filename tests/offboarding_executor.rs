@@ -1,0 +1,143 @@
+//! The asynchronous executor: same job, same steps, same outcome as synchronous mode; shutdown
+//! hands back every job it did not complete (invariant 18).
+
+use mooncake_liveness::master::{Master, MasterError, MasterOptions};
+use mooncake_liveness::offboarding::executor::{Executor, ExecutorConfig, SharedSteps};
+use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Completed, Progress, Step};
+use mooncake_liveness::{ClientId, Clock, Liveness, LivenessConfig, ManualClock, Monitor, MountOutcome};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn config() -> LivenessConfig {
+    LivenessConfig {
+        active_ttl_ms: 10_000,
+        suspicion_ttl_ms: 20_000,
+        stall_bound_ms: 1 << 40, // the test thread's pace is not a master stall
+        mass_suspicion_brake: false,
+        offboarding_workers: 2,
+        ..LivenessConfig::default()
+    }
+}
+
+#[test]
+fn async_mode_offboards_like_sync_mode_with_retries() {
+    let clock = Arc::new(ManualClock::new(0));
+    let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    master.hand_jobs_to_executor(true);
+    master.mount("big", "sb", 1 << 30).unwrap();
+    master.mount("c2", "s2", 1 << 30).unwrap();
+    for i in 0..3_000 {
+        let key = format!("k{i}");
+        master.put(&key, 1, if i % 3 == 0 { 2 } else { 1 }).unwrap();
+        master.put_end(&key).unwrap();
+    }
+    master.fail_step(Step::Segments, 2);
+    let s2 = master.segments().id_of("s2").unwrap();
+    let on_s2 = master.objects().values().filter(|o| o.on_segment(s2)).count();
+    assert!(on_s2 > 1_000 && on_s2 < 3_000);
+    let live = master.liveness_handle();
+    let master = Arc::new(Mutex::new(master));
+    let completed = Arc::new(Mutex::new(Vec::<Completed>::new()));
+    let sink = completed.clone();
+    let exec = Executor::spawn(
+        master.clone(),
+        live.clone(),
+        ExecutorConfig::from_config(&config()),
+        move |c| sink.lock().unwrap().push(c),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut t = 0;
+    while completed.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "job never completed");
+        t += 100;
+        clock.set_ms(t);
+        // Ping goes to the liveness core directly: no master lock.
+        live.ping(ClientId(2), None);
+        let jobs = {
+            let mut m = master.lock().unwrap();
+            m.tick();
+            if t > 30_000 && t < 30_500 {
+                assert_eq!(m.mount("big", "sb", 1), Err(MasterError::ClientOffboarding));
+            }
+            m.take_jobs()
+        };
+        for job in jobs {
+            exec.submit(job).expect("queue has room");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let left = exec.shutdown(Duration::from_secs(5));
+    assert!(left.is_empty());
+    let done = completed.lock().unwrap()[0];
+    assert_eq!(done.attempts, 3, "two injected failures, then success");
+    assert!(done.erased);
+    let m = master.lock().unwrap();
+    assert!(m.segments().id_of("sb").is_none());
+    assert!(m
+        .objects()
+        .values()
+        .all(|o| o.replicas.iter().all(|r| r.owner().client() != ClientId(1))));
+    assert_eq!(
+        m.objects().len(),
+        on_s2,
+        "objects with a replica on s2 survive, the rest go"
+    );
+    let used: u64 = m.objects().values().map(|o| o.size * o.replicas.len() as u64).sum();
+    assert_eq!(m.quota_used(), used);
+    assert!(!m.external_metadata().contains("sb"));
+}
+
+/// Steps that take a little time, so a shutdown finds work left.
+struct Slow(AtomicUsize);
+
+impl SharedSteps for Slow {
+    fn run_step(&self, _step: Step, _job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_micros(200));
+        Ok(Progress::Done)
+    }
+}
+
+#[test]
+fn shutdown_with_10_000_queued_jobs_completes_or_returns_every_one() {
+    let clock = Arc::new(ManualClock::new(0));
+    let live = Arc::new(Liveness::new(clock.clone() as Arc<dyn Clock>, config()));
+    let mut monitor = Monitor::new(&live);
+    for id in 0..10_000u128 {
+        assert!(matches!(
+            live.mount(ClientId(id), None, |_| Ok::<(), ()>(())),
+            MountOutcome::Mounted { .. }
+        ));
+    }
+    let mut jobs = Vec::new();
+    for t in (100..=30_000).step_by(100) {
+        clock.set_ms(t);
+        jobs.extend(monitor.tick(&live).jobs);
+    }
+    assert_eq!(jobs.len(), 10_000);
+    let completed = Arc::new(AtomicUsize::new(0));
+    let counter = completed.clone();
+    let cfg = ExecutorConfig {
+        rate_per_sec: 1e9,
+        burst: 1 << 20,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let exec = Executor::spawn(Arc::new(Slow(AtomicUsize::new(0))), live.clone(), cfg, move |_| {
+        counter.fetch_add(1, Ordering::Relaxed);
+    })
+    .unwrap();
+    for job in jobs {
+        exec.submit(job).expect("capacity 65536");
+    }
+    let left = exec.shutdown(Duration::from_millis(20));
+    let done = completed.load(Ordering::Relaxed);
+    assert_eq!(done + left.len(), 10_000, "completed {done} + returned {}", left.len());
+    assert!(!left.is_empty(), "the deadline should leave work to hand back");
+    // Every returned job still holds its barrier: its Offline record is in the registry.
+    for job in &left {
+        assert!(live.registry().get(job.client()).is_some());
+    }
+    assert_eq!(live.registry().len(), left.len());
+}
