@@ -25,6 +25,21 @@ enum Command {
     },
     /// Resolve the liveness configuration (file + flags) and print it as JSON, with warnings on stderr.
     Config(ConfigArgs),
+    /// Replay a JSON-Lines trace against the reference master on a virtual clock; prints one
+    /// JSON line per operation and per master event. Exit 2 (`line N: ...` on stderr) when a
+    /// line is malformed.
+    Replay(ReplayArgs),
+}
+
+/// `replay` arguments.
+#[derive(Debug, clap::Args)]
+struct ReplayArgs {
+    /// The trace (`-` for standard input).
+    #[arg(value_name = "TRACE.jsonl")]
+    trace: std::path::PathBuf,
+    /// Write the output here instead of standard output.
+    #[arg(long, value_name = "OUT.jsonl")]
+    output: Option<std::path::PathBuf>,
 }
 
 /// Configuration sources, resolved by `mooncake_liveness::config::resolve`.
@@ -77,6 +92,52 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Simulate { events } => simulate(events),
         Command::Config(args) => print_config(&args),
+        Command::Replay(args) => replay(&args),
+    }
+}
+
+fn replay(args: &ReplayArgs) -> ExitCode {
+    use mooncake_liveness::sim::{replay_with_warnings, ReplayError};
+    use std::io::{BufReader, BufWriter, Read, Write};
+    let input: Box<dyn Read> = if args.trace.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        match std::fs::File::open(&args.trace) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", args.trace.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let output: Box<dyn Write> = match &args.output {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        },
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::new(output);
+    let result = replay_with_warnings(BufReader::new(input), &mut out, |w| eprintln!("warning: {w}"));
+    // Output for the lines before a malformed one is kept.
+    let flushed = out.flush();
+    match (result, flushed) {
+        (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        (Err(e @ ReplayError::Malformed { .. }), _) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        (Err(e), _) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+        (Ok(()), Err(e)) => {
+            eprintln!("error: I/O error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -9,6 +9,7 @@ type Target = fn(&[u8]);
 const TARGETS: &[(&str, Target)] = &[
     ("word_transitions", fuzzing::word_transitions),
     ("config_parse", fuzzing::config_parse),
+    ("snapshot_decode", fuzzing::snapshot_decode),
 ];
 
 #[test]

@@ -40,7 +40,10 @@ impl Master {
             return Err(MasterError::NoAvailableHandle);
         }
         let quota = self.quotas.get(tenant).cloned().unwrap_or_default();
-        if quota.limit.is_some_and(|l| quota.used + size * chosen.len() as u64 > l) {
+        if quota
+            .limit
+            .is_some_and(|l| quota.used.saturating_add(size.saturating_mul(chosen.len() as u64)) > l)
+        {
             return Err(MasterError::TenantQuotaExceeded);
         }
         let mut object = Object {

@@ -340,7 +340,9 @@ impl Master {
     }
 
     fn charge(&mut self, tenant: &str, bytes: u64) {
-        self.quotas.entry(tenant.to_string()).or_default().used += bytes;
+        // Saturating: sizes come from clients; a sum past u64::MAX must not wrap or panic.
+        let q = self.quotas.entry(tenant.to_string()).or_default();
+        q.used = q.used.saturating_add(bytes);
     }
 
     fn refund(&mut self, tenant: &str, bytes: u64) {

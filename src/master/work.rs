@@ -272,7 +272,7 @@ impl Master {
             let Some(disk) = self.local_disks.get_mut(&id) else {
                 return;
             };
-            if disk.used + size > disk.capacity {
+            if disk.used.saturating_add(size) > disk.capacity {
                 continue;
             }
             disk.used += size;

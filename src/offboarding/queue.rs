@@ -396,12 +396,12 @@ pub struct Producer<T> {
 /// ```
 /// let (producer, consumer) = mooncake_liveness::offboarding::queue::channel::<u32>(8);
 /// let second = producer.clone(); // producers clone freely
+/// second.push(1).unwrap();
 /// let worker = std::thread::spawn(move || {
-///     let mut consumer = consumer;
+///     let mut consumer = consumer; // the one consumer moves to its thread
 ///     consumer.pop()
 /// });
-/// second.push(1).unwrap();
-/// let _ = worker.join().unwrap();
+/// assert_eq!(worker.join().unwrap(), Some(1));
 /// ```
 ///
 /// Dropping the consumer closes the queue: later pushes get their job back as

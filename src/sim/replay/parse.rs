@@ -4,69 +4,92 @@
 
 use crate::config::MAX_DURATION_MS;
 use crate::master::SegmentSpec;
+use crate::offboarding::Step;
 use serde_json::{Map, Value};
 
 /// What a malformed line is reported as (the caller adds the line number).
 pub(super) type ParseResult<T> = Result<T, String>;
 
-/// An offboarding step, as `fail_step` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    Metadata,
-    Segments,
-    LocalDisk,
-    Quota,
-    ExternalMetadata,
-}
-
-impl Step {
-    const ALL: [(&'static str, Step); 5] = [
-        ("metadata", Step::Metadata),
-        ("segments", Step::Segments),
-        ("local_disk", Step::LocalDisk),
-        ("quota", Step::Quota),
-        ("external_metadata", Step::ExternalMetadata),
-    ];
-
-    pub(super) fn as_str(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, s)| *s == self)
-            .map_or("", |(name, _)| name)
-    }
-
-    fn parse(name: &str) -> Option<Step> {
-        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
-    }
-}
-
 /// One operation of the trace, with its fields typed. Optional fields keep `None` when the line
 /// left them out, so that the output echoes exactly what was given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Op {
-    Mount { client: String, segment: String, size: u64 },
-    Remount { client: String, segments: Vec<SegmentSpec> },
-    Unmount { client: String, segment: String },
-    Ping { client: String },
-    MountLocalDisk { client: String, capacity: u64 },
-    Put { key: String, size: u64, replicas: Option<u64> },
-    PutEnd { key: String },
-    PutRevoke { key: String },
-    Get { key: String },
-    Remove { key: String },
-    Copy { key: String, to: String },
-    Move { key: String, to: String },
-    FetchTasks { client: String },
-    TaskDone { client: String, task: u64, ok: Option<bool> },
-    Drain { segment: String },
-    OffloadHeartbeat { client: String },
-    Promote { key: String },
-    Query { client: Option<String>, segment: Option<String> },
+    Mount {
+        client: String,
+        segment: String,
+        size: u64,
+    },
+    Remount {
+        client: String,
+        segments: Vec<SegmentSpec>,
+    },
+    Unmount {
+        client: String,
+        segment: String,
+    },
+    Ping {
+        client: String,
+    },
+    MountLocalDisk {
+        client: String,
+        capacity: u64,
+    },
+    Put {
+        key: String,
+        size: u64,
+        replicas: Option<u64>,
+    },
+    PutEnd {
+        key: String,
+    },
+    PutRevoke {
+        key: String,
+    },
+    Get {
+        key: String,
+    },
+    Remove {
+        key: String,
+    },
+    Copy {
+        key: String,
+        to: String,
+    },
+    Move {
+        key: String,
+        to: String,
+    },
+    FetchTasks {
+        client: String,
+    },
+    TaskDone {
+        client: String,
+        task: u64,
+        ok: Option<bool>,
+    },
+    Drain {
+        segment: String,
+    },
+    OffloadHeartbeat {
+        client: String,
+    },
+    Promote {
+        key: String,
+    },
+    Query {
+        client: Option<String>,
+        segment: Option<String>,
+    },
     Snapshot,
     Failover,
     Advance,
-    Stall { ms: u64 },
-    FailStep { step: Step, times: u64 },
+    Stall {
+        ms: u64,
+    },
+    FailStep {
+        step: Step,
+        times: u32,
+    },
 }
 
 impl Op {
@@ -129,8 +152,7 @@ impl Parser {
     /// Parses line `n` (1-based) of the trace; `text` is the line without its newline.
     pub(super) fn line(&mut self, n: usize, text: &str) -> ParseResult<Line> {
         self.unknown_fields.clear();
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
         let Value::Object(map) = value else {
             return Err(format!("expected a JSON object, got {}", kind(&value)));
         };
@@ -151,10 +173,7 @@ impl Parser {
         }
         let config = map.remove("config").unwrap_or(Value::Null);
         if !config.is_object() {
-            return Err(format!(
-                "field \"config\" must be an object, got {}",
-                kind(&config)
-            ));
+            return Err(format!("field \"config\" must be an object, got {}", kind(&config)));
         }
         Ok(Line::Config(config))
     }
@@ -207,7 +226,9 @@ fn parse_op(f: &Fields<'_>, name: &str) -> ParseResult<Op> {
             client: f.str("client")?,
             segment: f.str("segment")?,
         },
-        "ping" => Op::Ping { client: f.str("client")? },
+        "ping" => Op::Ping {
+            client: f.str("client")?,
+        },
         "mount_local_disk" => Op::MountLocalDisk {
             client: f.str("client")?,
             capacity: f.u64("capacity")?,
@@ -221,16 +242,28 @@ fn parse_op(f: &Fields<'_>, name: &str) -> ParseResult<Op> {
         "put_revoke" => Op::PutRevoke { key: f.str("key")? },
         "get" => Op::Get { key: f.str("key")? },
         "remove" => Op::Remove { key: f.str("key")? },
-        "copy" => Op::Copy { key: f.str("key")?, to: f.str("to")? },
-        "move" => Op::Move { key: f.str("key")?, to: f.str("to")? },
-        "fetch_tasks" => Op::FetchTasks { client: f.str("client")? },
+        "copy" => Op::Copy {
+            key: f.str("key")?,
+            to: f.str("to")?,
+        },
+        "move" => Op::Move {
+            key: f.str("key")?,
+            to: f.str("to")?,
+        },
+        "fetch_tasks" => Op::FetchTasks {
+            client: f.str("client")?,
+        },
         "task_done" => Op::TaskDone {
             client: f.str("client")?,
             task: f.u64("task")?,
             ok: f.opt_bool("ok")?,
         },
-        "drain" => Op::Drain { segment: f.str("segment")? },
-        "offload_heartbeat" => Op::OffloadHeartbeat { client: f.str("client")? },
+        "drain" => Op::Drain {
+            segment: f.str("segment")?,
+        },
+        "offload_heartbeat" => Op::OffloadHeartbeat {
+            client: f.str("client")?,
+        },
         "promote" => Op::Promote { key: f.str("key")? },
         "query" => Op::Query {
             client: f.opt_str("client")?,
@@ -242,7 +275,7 @@ fn parse_op(f: &Fields<'_>, name: &str) -> ParseResult<Op> {
         "stall" => Op::Stall { ms: f.duration("ms")? },
         "fail_step" => Op::FailStep {
             step: f.step("step")?,
-            times: f.u64("times")?,
+            times: f.u32("times")?,
         },
         other => return Err(format!("unknown op {other:?}")),
     })
@@ -284,9 +317,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn get(&self, key: &str) -> ParseResult<&Value> {
-        self.map
-            .get(key)
-            .ok_or_else(|| format!("missing field {key:?}"))
+        self.map.get(key).ok_or_else(|| format!("missing field {key:?}"))
     }
 
     fn opt(&self, key: &str) -> Option<&Value> {
@@ -303,6 +334,11 @@ impl Fields<'_> {
 
     fn u64(&self, key: &str) -> ParseResult<u64> {
         as_u64(key, self.get(key)?)
+    }
+
+    fn u32(&self, key: &str) -> ParseResult<u32> {
+        let n = self.u64(key)?;
+        u32::try_from(n).map_err(|_| format!("field {key:?} must be at most {}, got {n}", u32::MAX))
     }
 
     fn opt_u64(&self, key: &str) -> ParseResult<Option<u64>> {
@@ -323,21 +359,15 @@ impl Fields<'_> {
         match self.opt(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(format!(
-                "field {key:?} must be a boolean, got {}",
-                kind(other)
-            )),
+            Some(other) => Err(format!("field {key:?} must be a boolean, got {}", kind(other))),
         }
     }
 
     fn step(&self, key: &str) -> ParseResult<Step> {
         let name = self.str(key)?;
-        Step::parse(&name).ok_or_else(|| {
-            let names: Vec<&str> = Step::ALL.iter().map(|(n, _)| *n).collect();
-            format!(
-                "field {key:?} must be one of {}, got {name:?}",
-                names.join(", ")
-            )
+        Step::ALL.into_iter().find(|s| s.as_str() == name).ok_or_else(|| {
+            let names: Vec<&str> = Step::ALL.iter().map(|s| s.as_str()).collect();
+            format!("field {key:?} must be one of {}, got {name:?}", names.join(", "))
         })
     }
 
@@ -352,10 +382,7 @@ impl Fields<'_> {
             .enumerate()
             .map(|(i, item)| {
                 let Value::Object(map) = item else {
-                    return Err(format!(
-                        "field {key:?}[{i}] must be an object, got {}",
-                        kind(item)
-                    ));
+                    return Err(format!("field {key:?}[{i}] must be an object, got {}", kind(item)));
                 };
                 let f = Fields { map };
                 let at = |e: String| format!("{key:?}[{i}]: {e}");
@@ -397,11 +424,7 @@ mod tests {
 
     fn parse(lines: &[&str]) -> Vec<ParseResult<Line>> {
         let mut p = Parser::default();
-        lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| p.line(i + 1, l))
-            .collect()
+        lines.iter().enumerate().map(|(i, l)| p.line(i + 1, l)).collect()
     }
 
     fn err(lines: &[&str]) -> String {
@@ -417,7 +440,11 @@ mod tests {
         match &out[0] {
             Ok(Line::Op(OpLine { t_ms: 5, op })) => assert_eq!(
                 op,
-                &Op::Put { key: "k".into(), size: 3, replicas: None }
+                &Op::Put {
+                    key: "k".into(),
+                    size: 3,
+                    replicas: None
+                }
             ),
             other => panic!("{other:?}"),
         }
@@ -431,12 +458,16 @@ mod tests {
             r#"field "size" must be a non-negative integer, got -1"#
         );
         assert_eq!(
-            err(&[r#"{"t_ms": 1000, "op": "advance"}"#, r#"{"t_ms": 900, "op": "advance"}"#]),
+            err(&[
+                r#"{"t_ms": 1000, "op": "advance"}"#,
+                r#"{"t_ms": 900, "op": "advance"}"#
+            ]),
             "t_ms 900 is before the previous line's 1000"
         );
         assert_eq!(err(&[r#"{"t_ms": 1, "op": "ping"}"#]), r#"missing field "client""#);
-        assert!(err(&[r#"{"t_ms": 1, "op": "fail_step", "step": "x", "times": 1}"#])
-            .contains("must be one of metadata"));
+        assert!(
+            err(&[r#"{"t_ms": 1, "op": "fail_step", "step": "x", "times": 1}"#]).contains("must be one of metadata")
+        );
         assert!(err(&["{"]).starts_with("invalid JSON"));
         assert!(err(&["[1]"]).contains("expected a JSON object"));
     }
@@ -461,9 +492,20 @@ mod tests {
     }
 
     #[test]
-    fn step_names_round_trip() {
-        for (name, step) in Step::ALL {
-            assert_eq!(step.as_str(), name);
+    fn fail_step_takes_the_offboarding_steps() {
+        for step in Step::ALL {
+            let line = format!(
+                r#"{{"t_ms": 1, "op": "fail_step", "step": "{}", "times": 2}}"#,
+                step.as_str()
+            );
+            match &parse(&[&line])[0] {
+                Ok(Line::Op(OpLine { op, .. })) => assert_eq!(op, &Op::FailStep { step, times: 2 }),
+                other => panic!("{other:?}"),
+            }
         }
+        assert!(
+            err(&[r#"{"t_ms": 1, "op": "fail_step", "step": "quota", "times": 4294967296}"#])
+                .contains("must be at most 4294967295")
+        );
     }
 }
