@@ -40,6 +40,9 @@ struct ReplayArgs {
     /// Write the output here instead of standard output.
     #[arg(long, value_name = "OUT.jsonl")]
     output: Option<std::path::PathBuf>,
+    /// Write the run's metrics here, in Prometheus text format.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<std::path::PathBuf>,
 }
 
 /// Configuration sources, resolved by `mooncake_liveness::config::resolve`.
@@ -120,8 +123,15 @@ fn replay(args: &ReplayArgs) -> ExitCode {
         },
         None => Box::new(std::io::stdout().lock()),
     };
+    let metrics = args.metrics.as_ref().map(|_| install_prometheus());
     let mut out = BufWriter::new(output);
     let result = replay_with_warnings(BufReader::new(input), &mut out, |w| eprintln!("warning: {w}"));
+    if let (Some(path), Some(handle)) = (&args.metrics, metrics) {
+        if let Err(e) = std::fs::write(path, handle.render()) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
     // Output for the lines before a malformed one is kept.
     let flushed = out.flush();
     match (result, flushed) {
@@ -139,6 +149,15 @@ fn replay(args: &ReplayArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Installs a Prometheus recorder behind the `metrics` facade; render it at the end of the run.
+fn install_prometheus() -> metrics_exporter_prometheus::PrometheusHandle {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    // Only fails if a recorder is already installed, which this binary never does twice.
+    let _ = metrics::set_global_recorder(recorder);
+    handle
 }
 
 fn print_config(args: &ConfigArgs) -> ExitCode {

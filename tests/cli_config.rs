@@ -60,3 +60,33 @@ fn simulate_runs_and_is_deterministic() {
         "{text}"
     );
 }
+
+#[test]
+fn replay_writes_prometheus_metrics_on_request() {
+    let trace = format!(
+        "{}/examples/traces/offboarding_barrier.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = std::env::temp_dir().join(format!("mooncake-liveness-metrics-{}.prom", std::process::id()));
+    let status = bin()
+        .args(["replay", &trace, "--metrics"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert!(
+        text.contains("# TYPE mooncake_liveness_transitions_total counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mooncake_liveness_offboarding_step_failures_total{step="segments"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("mooncake_liveness_offboarding_jobs_completed_total 1"),
+        "{text}"
+    );
+}
