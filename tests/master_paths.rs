@@ -1,52 +1,11 @@
 //! The reference master's routing paths while an owner is Suspected, after recovery, and after
 //! Offline (invariants 9-11, 13, 14, 16; decisions.md questions 1 and 2).
 
-use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, ReplicaDesc};
-use mooncake_liveness::{Clock, LivenessConfig, LivenessState, ManualClock, PingStatus};
-use std::sync::Arc;
+mod common;
 
-struct M {
-    clock: Arc<ManualClock>,
-    m: Master,
-    next_tick: u64,
-}
-
-impl M {
-    fn new() -> Self {
-        Self::with(MasterOptions::default())
-    }
-
-    fn with(options: MasterOptions) -> Self {
-        let clock = Arc::new(ManualClock::new(0));
-        let config = LivenessConfig {
-            active_ttl_ms: 10_000,
-            suspicion_ttl_ms: 20_000,
-            stall_bound_ms: 5_000,
-            ..LivenessConfig::default()
-        };
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
-        Self {
-            clock,
-            m,
-            next_tick: 100,
-        }
-    }
-
-    /// Runs ticks up to t, then sets the clock to t.
-    fn at(&mut self, t: u64) -> &mut Master {
-        while self.next_tick <= t {
-            self.clock.set_ms(self.next_tick);
-            self.m.tick();
-            self.next_tick += 100;
-        }
-        self.clock.set_ms(t);
-        &mut self.m
-    }
-
-    fn state(&self, client: &str) -> Option<LivenessState> {
-        self.m.query(Some(client), None).clients.first().map(|c| c.state)
-    }
-}
+use common::master::M;
+use mooncake_liveness::master::{MasterError, MasterEvent, MasterOptions, ReplicaDesc};
+use mooncake_liveness::{Clock, LivenessState, PingStatus};
 
 fn segs(r: &[ReplicaDesc]) -> Vec<&str> {
     r.iter().map(|d| d.segment.as_str()).collect()

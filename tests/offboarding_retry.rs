@@ -1,43 +1,10 @@
 //! Offboarding fault injection: every step × 1, 3 and 10 failures (invariants 14, 16, 17).
 
-use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions};
+mod common;
+
+use common::master::M;
+use mooncake_liveness::master::{MasterError, MasterEvent};
 use mooncake_liveness::offboarding::Step;
-use mooncake_liveness::{Clock, LivenessConfig, ManualClock};
-use std::sync::Arc;
-
-struct M {
-    clock: Arc<ManualClock>,
-    m: Master,
-    next_tick: u64,
-}
-
-impl M {
-    fn new() -> Self {
-        let clock = Arc::new(ManualClock::new(0));
-        let config = LivenessConfig {
-            active_ttl_ms: 10_000,
-            suspicion_ttl_ms: 20_000,
-            stall_bound_ms: 5_000,
-            ..LivenessConfig::default()
-        };
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
-        Self {
-            clock,
-            m,
-            next_tick: 100,
-        }
-    }
-
-    fn at(&mut self, t: u64) -> &mut Master {
-        while self.next_tick <= t {
-            self.clock.set_ms(self.next_tick);
-            self.m.tick();
-            self.next_tick += 100;
-        }
-        self.clock.set_ms(t);
-        &mut self.m
-    }
-}
 
 /// c1 (doomed) and c2 (healthy) share objects; c1 also has LocalDisk data and tasks.
 fn scenario() -> M {

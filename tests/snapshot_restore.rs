@@ -4,50 +4,21 @@
 use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions};
 use mooncake_liveness::offboarding::Step;
 use mooncake_liveness::snapshot::{Snapshot, SnapshotError, FORMAT_VERSION};
-use mooncake_liveness::{Clock, LivenessConfig, LivenessState, ManualClock, PingStatus};
+mod common;
+
+use common::master::{config, M};
+use mooncake_liveness::{Clock, LivenessState, PingStatus};
 use proptest::prelude::*;
 use std::sync::Arc;
 
-fn config() -> LivenessConfig {
-    LivenessConfig {
-        active_ttl_ms: 10_000,
-        suspicion_ttl_ms: 20_000,
-        stall_bound_ms: 5_000,
-        ..LivenessConfig::default()
-    }
+trait Failover {
+    fn failover(&mut self, snap: &Snapshot);
 }
 
-struct M {
-    clock: Arc<ManualClock>,
-    m: Master,
-    next_tick: u64,
-}
-
-impl M {
-    fn new() -> Self {
-        let clock = Arc::new(ManualClock::new(0));
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
-        Self {
-            clock,
-            m,
-            next_tick: 100,
-        }
-    }
-
-    fn at(&mut self, t: u64) -> &mut Master {
-        while self.next_tick <= t {
-            self.clock.set_ms(self.next_tick);
-            self.m.tick();
-            self.next_tick += 100;
-        }
-        self.clock.set_ms(t);
-        &mut self.m
-    }
-
+impl Failover for M {
     /// Fails over at the current time from `snap` (through the binary encoding).
     fn failover(&mut self, snap: &Snapshot) {
-        let bytes = snap.encode();
-        let decoded = Snapshot::decode(&bytes).unwrap();
+        let decoded = Snapshot::decode(&snap.encode()).unwrap();
         self.m = Master::restore(
             self.clock.clone() as Arc<dyn Clock>,
             config(),
@@ -55,10 +26,6 @@ impl M {
             &decoded,
         )
         .unwrap();
-    }
-
-    fn state(&self, c: &str) -> Option<LivenessState> {
-        self.m.query(Some(c), None).clients.first().map(|s| s.state)
     }
 }
 

@@ -134,16 +134,9 @@ impl Master {
         Ok(())
     }
 
-    /// GetReplicaList: the replicas a reader may use now.
+    /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
     pub fn get(&mut self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        if !self.objects.contains_key(key) {
-            return Err(MasterError::ObjectNotFound);
-        }
-        let (seam, segments) = (self.seam(), &self.segments);
-        let out = self.describe(key, |r| r.eligibility(seam, segments).serves());
-        if out.is_empty() {
-            return Err(MasterError::ReplicaIsNotReady);
-        }
+        let out = self.admin_replicas(key)?;
         self.touch(key);
         Ok(out)
     }

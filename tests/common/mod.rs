@@ -1,6 +1,8 @@
 //! Shared harness for integration tests: a liveness core on a manual clock, stepped tick by tick.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod master;
+
 use mooncake_liveness::liveness::LostReason;
 use mooncake_liveness::{
     ClientId, ClientLivenessRecord, Clock, Incarnation, Liveness, LivenessConfig, LivenessEvent, ManualClock, Monitor,
