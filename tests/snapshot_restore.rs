@@ -224,3 +224,100 @@ proptest! {
         let _ = Snapshot::decode(&bytes);
     }
 }
+
+/// A snapshot can only be taken between two batches of an offboarding job (a batch holds the
+/// master). Take one at *every* such point of a job running on the asynchronous path (where
+/// the job's own progress is not in the master), restore each, finish, and check that every
+/// restored master converges to the same clean state: no snapshot is torn.
+#[test]
+fn a_snapshot_between_any_two_batches_of_a_job_restores_to_a_converging_master() {
+    use mooncake_liveness::offboarding::{
+        complete_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps, Progress,
+    };
+
+    /// Runs the master's steps and snapshots the master after every batch.
+    struct Snapshotting<'a> {
+        master: &'a mut Master,
+        snaps: Vec<Snapshot>,
+    }
+    impl OffboardingSteps for Snapshotting<'_> {
+        fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+            let r = self.master.run_step(step, job);
+            self.snaps.push(self.master.snapshot());
+            r
+        }
+    }
+
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 30).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 30).unwrap();
+    m.at(0).mount_local_disk("c1", 1 << 30).unwrap();
+    for i in 0..2_500 {
+        let key = format!("k{i}");
+        m.at(0).put(&key, 10, 1 + i % 2).unwrap();
+        m.at(0).put_end(&key).unwrap();
+    }
+    let offloads = m.at(0).offload_heartbeat("c1").unwrap();
+    for t in offloads.iter().take(20) {
+        m.at(0).task_done("c1", t.task, true).unwrap();
+    }
+    m.m.hand_jobs_to_executor(true);
+    let mut t = 0;
+    let job = loop {
+        t += 1_000;
+        m.at(t).ping("c2");
+        if let Some(job) = m.m.take_jobs().pop() {
+            break job;
+        }
+    };
+    let live = m.m.liveness_handle();
+    let mut runner = Snapshotting {
+        master: &mut m.m,
+        snaps: Vec::new(),
+    };
+    let done = complete_client_offboarding(&mut runner, live.registry(), job).expect("no injected faults");
+    assert!(done.erased);
+    let snaps = runner.snaps;
+    assert!(
+        snaps.len() >= 7,
+        "metadata ran in several batches: {} points",
+        snaps.len()
+    );
+    let clean = |master: &Master| {
+        let used: u64 = master
+            .objects()
+            .values()
+            .map(|o| o.size * o.replicas.len() as u64)
+            .sum();
+        assert_eq!(master.quota_used(), used);
+        assert!(master.segments().id_of("s1").is_none());
+        assert!(!master.external_metadata().contains("s1"));
+        assert!(master.local_disks().is_empty());
+        assert!(master
+            .objects()
+            .values()
+            .all(|o| o.replicas.iter().all(|r| r.owner().client().0 != 1)));
+        master.objects().len()
+    };
+    let survivors = clean(&m.m);
+    for (i, snap) in snaps.iter().enumerate() {
+        let mut r = M::new();
+        r.clock.set_ms(t);
+        r.next_tick = t + 100;
+        r.m = Master::restore(
+            r.clock.clone() as Arc<dyn Clock>,
+            config(),
+            MasterOptions::default(),
+            snap,
+        )
+        .unwrap();
+        // Every snapshot but the last (taken after the final step, before the erase) still shows
+        // the incarnation Offline with a job; the restored master finishes it at the next tick.
+        r.at(t + 100);
+        assert!(
+            r.m.query(Some("c1"), None).clients.is_empty(),
+            "snapshot {i}: job not resumed"
+        );
+        assert_eq!(clean(&r.m), survivors, "snapshot {i} restored to a different end state");
+    }
+}
