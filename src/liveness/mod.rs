@@ -233,17 +233,20 @@ impl Liveness {
                 change: Change::Recovered,
                 from,
                 to,
-            } => Some({
+            } => {
                 self.suspected.fetch_sub(1, Ordering::Relaxed);
-                Transition {
+                let t = Transition {
                     client: rec.client(),
                     incarnation: rec.incarnation(),
                     from: from.state(),
                     to: to.state(),
                     cause,
                     at_ms: self.clock.base().now_ms(),
-                }
-            }),
+                };
+                tracing::info!(client = %t.client, incarnation = t.incarnation.0, cause = ?cause, at_ms = t.at_ms,
+                    "liveness transition: Suspected -> Active (recovered)");
+                Some(t)
+            }
             _ => None,
         }
     }
