@@ -135,3 +135,84 @@ pub fn snapshot_decode(data: &[u8]) {
         );
     }
 }
+
+/// Largest `t_ms` (and stall) a `trace_parse` input may use: replay runs every tick up to each
+/// operation, so the work grows with virtual time; fuzzing explores the parser, not long runs.
+const TRACE_FUZZ_MAX_MS: u64 = 1_000_000;
+
+/// Arbitrary bytes as a replay trace: a clean replay or a `line N` error, never a panic; and
+/// the same input always gives the same output (invariant 21).
+pub fn trace_parse(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        let mut sink = Vec::new();
+        let r = crate::sim::replay(data, &mut sink);
+        assert!(r.is_err(), "invalid UTF-8 must be a malformed line");
+        return;
+    };
+    let too_long = text.lines().any(|l| {
+        serde_json::from_str::<serde_json::Value>(l).ok().is_some_and(|v| {
+            ["t_ms", "ms"]
+                .iter()
+                .any(|k| v.get(k).and_then(|x| x.as_u64()).is_some_and(|t| t > TRACE_FUZZ_MAX_MS))
+                || v.pointer("/config/monitor_tick_ms").is_some_and(|t| t.as_u64().is_none_or(|t| t < 10))
+        })
+    });
+    if too_long {
+        return;
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let ra = crate::sim::replay(text.as_bytes(), &mut a);
+    let rb = crate::sim::replay(text.as_bytes(), &mut b);
+    assert_eq!(a, b, "replay is not deterministic");
+    assert_eq!(ra.is_ok(), rb.is_ok());
+    if let Err(e) = ra {
+        assert!(e.to_string().contains("line "), "error without a line number: {e}");
+    }
+}
+
+/// One queue operation of the `queue_ops` target.
+#[derive(Debug, Arbitrary)]
+enum QueueOp {
+    Push(u16),
+    Pop,
+    PopBatch(u8),
+    Close,
+}
+
+/// Arbitrary single-threaded operation sequences on the MPSC queue against a `VecDeque` model:
+/// same values, same order, the same refusals (full, closed) with the value handed back.
+pub fn queue_ops(data: &[u8]) {
+    use crate::offboarding::queue::{channel, PushError};
+    use std::collections::VecDeque;
+    let mut u = Unstructured::new(data);
+    let Ok(cap) = u.int_in_range(1usize..=16) else { return };
+    let (tx, mut rx) = channel::<u16>(cap);
+    let mut model: VecDeque<u16> = VecDeque::new();
+    let mut closed = false;
+    while !u.is_empty() {
+        let Ok(op) = QueueOp::arbitrary(&mut u) else { return };
+        match op {
+            QueueOp::Push(v) => match tx.push(v) {
+                Ok(()) => {
+                    assert!(!closed && model.len() < cap, "accepted while closed or full");
+                    model.push_back(v);
+                }
+                Err(PushError::Full(back)) => assert!(back == v && !closed && model.len() == cap),
+                Err(PushError::Closed(back)) => assert!(back == v && closed),
+                Err(e) => panic!("unexpected {e}"),
+            },
+            QueueOp::Pop => assert_eq!(rx.pop(), model.pop_front()),
+            QueueOp::PopBatch(n) => {
+                let mut out = Vec::new();
+                let got = rx.pop_batch(usize::from(n), &mut out);
+                let want: Vec<u16> = (0..usize::from(n).min(model.len())).filter_map(|_| model.pop_front()).collect();
+                assert_eq!((got, out), (want.len(), want));
+            }
+            QueueOp::Close => {
+                tx.close();
+                closed = true;
+            }
+        }
+        assert_eq!(rx.len(), model.len());
+    }
+}

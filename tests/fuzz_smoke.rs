@@ -10,6 +10,8 @@ const TARGETS: &[(&str, Target)] = &[
     ("word_transitions", fuzzing::word_transitions),
     ("config_parse", fuzzing::config_parse),
     ("snapshot_decode", fuzzing::snapshot_decode),
+    ("trace_parse", fuzzing::trace_parse),
+    ("queue_ops", fuzzing::queue_ops),
 ];
 
 #[test]
