@@ -93,6 +93,13 @@
 //!   `keep_waiting` closure (a spin budget, a deadline) so a caller can give up; whatever is
 //!   left stays queued and is handed out by a later pop, or dropped with the queue.
 //!
+//! # Checked by
+//!
+//! `tests/offboarding_queue.rs` (crossbeam's ladder; also passes under Miri) and the loom models
+//! `loom_tests/queue_*.rs`, named after the races above. Weakening any one of the three
+//! non-`Relaxed` orderings (the `AcqRel` swap, the `Release` link, the `Acquire` load) makes
+//! loom report a causality violation in those models.
+//!
 //! # Example
 //!
 //! ```
