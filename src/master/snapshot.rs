@@ -164,9 +164,10 @@ impl Master {
         }
         let mut m = Master::new(clock, config, options);
         for (name, id) in &snap.names {
-            m.names.insert(name.clone(), ClientId(*id));
-            if m.ids.insert(ClientId(*id), name.clone()).is_some() {
-                return Err(bad(format!("client id {id} named twice")));
+            if m.names.insert(name.clone(), ClientId(*id)).is_some()
+                || m.ids.insert(ClientId(*id), name.clone()).is_some()
+            {
+                return Err(bad(format!("client {name:?} / id {id} named twice")));
             }
         }
         let (records, jobs) = m.restore_clients(snap)?;
@@ -247,6 +248,9 @@ impl Master {
     fn restore_objects(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
         for d in &snap.local_disks {
             let owner = owner_of(records, d.client, d.incarnation, "local disk")?;
+            if self.local_disks.contains_key(&ClientId(d.client)) {
+                return Err(bad(format!("client {} has two LocalDisk registrations", d.client)));
+            }
             let keys = d.keys.iter().cloned().collect();
             let disk = LocalDisk {
                 owner,
@@ -257,9 +261,24 @@ impl Master {
             self.local_disks.insert(ClientId(d.client), disk);
         }
         for o in &snap.objects {
-            let mut replicas = Vec::new();
+            if self.objects.contains_key(&o.key) || self.lru.contains_key(&o.touched) {
+                return Err(bad(format!(
+                    "object {:?} (or its recency {}) listed twice",
+                    o.key, o.touched
+                )));
+            }
+            let mut replicas: Vec<Replica> = Vec::new();
             for r in &o.replicas {
-                replicas.push(self.restore_replica(&o.key, r, records)?);
+                let replica = self.restore_replica(&o.key, r, records)?;
+                let twin = replicas.iter().any(|x| match (&x.kind, &replica.kind) {
+                    (ReplicaKind::Memory { segment: a, .. }, ReplicaKind::Memory { segment: b, .. }) => a == b,
+                    (ReplicaKind::LocalDisk { owner: a }, ReplicaKind::LocalDisk { owner: b }) => Arc::ptr_eq(a, b),
+                    _ => false,
+                });
+                if twin {
+                    return Err(bad(format!("object {:?} has two replicas in one place", o.key)));
+                }
+                replicas.push(replica);
             }
             self.lru.insert(o.touched, o.key.clone());
             let object = Object {
@@ -308,6 +327,9 @@ impl Master {
     fn restore_tasks(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
         for t in &snap.tasks {
             let executor = owner_of(records, t.executor, t.incarnation, &t.key)?;
+            if self.tasks.get(t.id).is_some() {
+                return Err(bad(format!("task {} listed twice", t.id)));
+            }
             let seg = |name: &Option<String>| -> Result<Option<super::SegmentId>, SnapshotError> {
                 match name {
                     None => Ok(None),
