@@ -22,6 +22,9 @@ cargo clippy --all-targets --features fuzzing -- -D warnings
 step "unit, integration, doc and fuzz-smoke tests"
 cargo test --features fuzzing
 
+step "the full simulate scenario (release): the qualitative story of the main job"
+cargo test --release --test sim_simulate -- --ignored
+
 step "fuzz crate builds"
 (cd fuzz && cargo check --quiet)
 

@@ -17,18 +17,54 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the built-in scenario on a virtual clock and print what the liveness core did.
-    Simulate {
-        /// Print every operation and event as a JSON line, not only the summary.
-        #[arg(long)]
-        events: bool,
-    },
+    /// Run the built-in fleet scenario under the legacy, rfc and rfc+brakes policies on a virtual
+    /// clock and compare what each loses (the main job).
+    Simulate(SimulateArgs),
     /// Resolve the liveness configuration (file + flags) and print it as JSON, with warnings on stderr.
     Config(ConfigArgs),
     /// Replay a JSON-Lines trace against the reference master on a virtual clock; prints one
     /// JSON line per operation and per master event. Exit 2 (`line N: ...` on stderr) when a
     /// line is malformed.
     Replay(ReplayArgs),
+}
+
+/// `simulate` arguments.
+#[derive(Debug, clap::Args)]
+struct SimulateArgs {
+    /// Fleet size.
+    #[arg(long, default_value_t = 2_000)]
+    clients: usize,
+    /// Simulated seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    duration: u64,
+    /// Seed of the workload (trouble and traffic).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Active TTL for the rfc policies (and the single TTL of legacy), seconds.
+    #[arg(long = "active-ttl", value_name = "SEC", allow_negative_numbers = true)]
+    active_ttl: Option<f64>,
+    /// Suspicion TTL for the rfc policies, seconds.
+    #[arg(long = "suspicion-ttl", value_name = "SEC", allow_negative_numbers = true)]
+    suspicion_ttl: Option<f64>,
+    /// A master.yaml / master.json whose liveness keys the policies start from.
+    #[arg(long = "config", value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Policies to run, comma-separated: legacy, rfc, rfc+brakes (default: all three).
+    #[arg(long, value_name = "LIST")]
+    policy: Option<String>,
+    /// Drive the fleet from a recorded heartbeat log (JSON lines {"t_ms","client"}).
+    #[arg(long, value_name = "FILE")]
+    heartbeats: Option<std::path::PathBuf>,
+    /// Run a grid of (active, suspicion) TTLs under rfc+brakes and print false offboards vs
+    /// detection latency per cell.
+    #[arg(long)]
+    sweep: bool,
+    /// Write report.md, report.json and states.svg (or sweep.md/sweep.json) here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
+    /// Write the run's metrics here, in Prometheus text format.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<std::path::PathBuf>,
 }
 
 /// `replay` arguments.
@@ -93,7 +129,7 @@ impl ConfigArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Simulate { events } => simulate(events),
+        Command::Simulate(args) => simulate(&args),
         Command::Config(args) => print_config(&args),
         Command::Replay(args) => replay(&args),
     }
@@ -184,20 +220,76 @@ fn print_config(args: &ConfigArgs) -> ExitCode {
     }
 }
 
-fn simulate(events: bool) -> ExitCode {
-    let report = mooncake_liveness::sim::run_demo();
-    if events {
-        for line in &report.lines {
-            println!("{line}");
+fn simulate(args: &SimulateArgs) -> ExitCode {
+    match simulate_inner(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
-    println!("built-in demo: 4 clients, active TTL 10 s, suspicion TTL 20 s, a 12 s master stall at 40 s");
-    println!("  c1 healthy | c2 15 s GC pause | c3 crashes at 5 s, restarts at 50 s | c4 silent during the stall");
-    println!("  recovered false suspicions : {}", report.recoveries);
-    println!("  incarnations offboarded    : {}", report.offboarded);
-    println!("  master stalls credited     : {}", report.stalls);
-    if !events {
-        println!("(run with --events for the event log)");
+}
+
+fn simulate_options(args: &SimulateArgs) -> Result<mooncake_liveness::sim::fleet::SimOptions, String> {
+    use mooncake_liveness::config::RawConfig;
+    use mooncake_liveness::sim::fleet::{parse_heartbeats, parse_policies, SimOptions};
+    let config = match &args.config {
+        Some(path) => {
+            let raw = RawConfig::from_path(path).map_err(|e| e.to_string())?;
+            let resolved = mooncake_liveness::LivenessConfig::from_raw(&raw).map_err(|e| e.to_string())?;
+            Some(resolved.config)
+        }
+        None => None,
+    };
+    let heartbeats = match &args.heartbeats {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Some(parse_heartbeats(&text).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let opts = SimOptions {
+        clients: args.clients,
+        duration_s: args.duration,
+        seed: args.seed,
+        active_ttl_s: args.active_ttl,
+        suspicion_ttl_s: args.suspicion_ttl,
+        config,
+        policies: args
+            .policy
+            .as_deref()
+            .map(parse_policies)
+            .transpose()?
+            .unwrap_or_default(),
+        heartbeats,
+        ..SimOptions::default()
+    };
+    opts.validate()?;
+    Ok(opts)
+}
+
+fn simulate_inner(args: &SimulateArgs) -> Result<(), String> {
+    use mooncake_liveness::sim::fleet::{run, sweep, write_outputs};
+    let opts = simulate_options(args)?;
+    let metrics = args.metrics.as_ref().map(|_| install_prometheus());
+    if args.sweep {
+        let report = sweep(&opts, &[5.0, 10.0, 15.0], &[5.0, 10.0, 20.0], true);
+        println!("{}", report.table());
+        if let Some(dir) = &args.out {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::write(dir.join("sweep.md"), report.markdown()).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("sweep.json"), report.to_json()).map_err(|e| e.to_string())?;
+        }
+    } else {
+        let report = run(&opts, true);
+        println!("{}", report.table());
+        if let Some(dir) = &args.out {
+            write_outputs(&report, dir).map_err(|e| format!("cannot write to {}: {e}", dir.display()))?;
+            println!("wrote {}/report.md, report.json, states.svg", dir.display());
+        }
     }
-    ExitCode::SUCCESS
+    if let (Some(path), Some(handle)) = (&args.metrics, metrics) {
+        std::fs::write(path, handle.render()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }

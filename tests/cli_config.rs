@@ -49,16 +49,45 @@ fn defaults_without_sources() {
 }
 
 #[test]
-fn simulate_runs_and_is_deterministic() {
-    let a = bin().args(["simulate", "--events"]).output().unwrap();
-    let b = bin().args(["simulate", "--events"]).output().unwrap();
-    assert!(a.status.success());
-    assert_eq!(a.stdout, b.stdout);
+fn simulate_small_fleet_writes_its_report_and_is_deterministic() {
+    let dir = std::env::temp_dir().join(format!("mooncake-liveness-sim-{}", std::process::id()));
+    let run = |out: Option<&std::path::Path>| {
+        let mut cmd = bin();
+        cmd.args([
+            "simulate",
+            "--clients",
+            "60",
+            "--duration",
+            "60",
+            "--seed",
+            "7",
+            "--policy",
+            "legacy,rfc+brakes",
+        ]);
+        if let Some(out) = out {
+            cmd.arg("--out").arg(out);
+        }
+        cmd.output().unwrap()
+    };
+    let a = run(Some(&dir));
+    let b = run(None);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     let text = String::from_utf8_lossy(&a.stdout);
-    assert!(
-        text.contains("stall_detected") && text.contains("\"to\":\"Offline\""),
-        "{text}"
-    );
+    assert!(text.contains("legacy") && text.contains("rfc+brakes"), "{text}");
+    assert!(String::from_utf8_lossy(&b.stdout).starts_with(text.lines().next().unwrap()));
+    for f in ["report.md", "report.json", "states.svg"] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn simulate_rejects_bad_flags_with_exit_2() {
+    for args in [&["--active-ttl", "-1"][..], &["--policy", "nope"], &["--clients", "0"]] {
+        let out = bin().arg("simulate").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "), "{args:?}");
+    }
 }
 
 #[test]
