@@ -199,7 +199,6 @@ pub fn queue_ops(data: &[u8]) {
                 }
                 Err(PushError::Full(back)) => assert!(back == v && !closed && model.len() == cap),
                 Err(PushError::Closed(back)) => assert!(back == v && closed),
-                Err(e) => panic!("unexpected {e}"),
             },
             QueueOp::Pop => assert_eq!(rx.pop(), model.pop_front()),
             QueueOp::PopBatch(n) => {
