@@ -17,3 +17,15 @@
 //!   starved RPC layer in front of the library is outside what the library can observe.
 //! - **Mount work runs outside any lock.** The incarnation may go Offline while the caller's work
 //!   runs; the caller is told (`MountOutcome::Lost`) and must undo it.
+//! - **Snapshots in asynchronous mode.** A job running on the executor is captured as "not
+//!   started" (its progress lives with the worker); its inputs live in the master, and steps
+//!   are idempotent and consume their inputs, so the restored job redoes nothing harmful —
+//!   but it does redo the (empty) sweeps.
+//! - **Replay's executor** is the virtual clock: `replay` always offboards synchronously, at the
+//!   tick, whatever `offboarding_mode` says, so its output stays deterministic.
+//! - **Injected faults** (`fail_step`) are not part of a snapshot; a failover clears them.
+//! - **The MPSC queue** allocates one node per job; in a quiet run it moved ~49 ns per item
+//!   against crossbeam's `SegQueue` ~32 ns (block allocation). Offboarding jobs are rare, so
+//!   the queue's job is never to lose one, not raw throughput.
+//! - **Allocation** scans every mounted segment per Put (`choose_segments`), O(segments); a
+//!   production allocator would keep a serving-segment index ordered by free ratio.
