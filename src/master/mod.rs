@@ -44,6 +44,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// The object table: a hash map with a fixed (unseeded) hasher, so that a run is the same run
+/// every time; nothing reports objects in iteration order without sorting them.
+pub type Objects = hashbrown::HashMap<String, Object, foldhash::fast::FixedState>;
+
 /// Something the master did on its own (between operations) or as a side effect of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MasterEvent {
@@ -203,7 +207,7 @@ pub struct Master {
     names: BTreeMap<String, ClientId>,
     ids: HashMap<ClientId, String>,
     segments: Segments,
-    objects: BTreeMap<String, Object>,
+    objects: Objects,
     tasks: Tasks,
     local_disks: BTreeMap<ClientId, LocalDisk>,
     nof: nof::NofSegments,
@@ -229,7 +233,7 @@ impl Master {
             names: BTreeMap::new(),
             ids: HashMap::new(),
             segments: Segments::default(),
-            objects: BTreeMap::new(),
+            objects: Objects::default(),
             tasks: Tasks::default(),
             local_disks: BTreeMap::new(),
             nof: nof::NofSegments::default(),
@@ -309,8 +313,8 @@ impl Master {
         &self.segments
     }
 
-    /// The object table.
-    pub fn objects(&self) -> &BTreeMap<String, Object> {
+    /// The object table (hash order; sort the keys when order matters).
+    pub fn objects(&self) -> &Objects {
         &self.objects
     }
 
@@ -341,13 +345,21 @@ impl Master {
 
     fn charge(&mut self, tenant: &str, bytes: u64) {
         // Saturating: sizes come from clients; a sum past u64::MAX must not wrap or panic.
-        let q = self.quotas.entry(tenant.to_string()).or_default();
+        let q = match self.quotas.get_mut(tenant) {
+            Some(q) => q,
+            None => self.quotas.entry(tenant.to_string()).or_default(),
+        };
         q.used = q.used.saturating_add(bytes);
     }
 
     fn refund(&mut self, tenant: &str, bytes: u64) {
         if let Some(sink) = self.offboarding.deferred_refunds.as_mut() {
-            *sink.entry(tenant.to_string()).or_default() += bytes;
+            match sink.get_mut(tenant) {
+                Some(v) => *v += bytes,
+                None => {
+                    sink.insert(tenant.to_string(), bytes);
+                }
+            }
             return;
         }
         if let Some(q) = self.quotas.get_mut(tenant) {

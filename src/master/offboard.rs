@@ -236,15 +236,11 @@ impl Master {
             }
         }
         for sid in self.owned_segments(&record) {
-            let keys: Vec<String> = self
-                .segments
-                .get(sid)
-                .map(|s| s.keys.iter().take(budget).cloned().collect())
-                .unwrap_or_default();
+            let keys = self.take_keys(sid, budget);
             budget -= keys.len();
-            for key in keys {
-                self.cancel_tasks_touching(&key, sid);
-                self.remove_replicas(&key, |r| r.segment() == Some(sid));
+            for key in &keys {
+                self.cancel_tasks_touching(key, sid);
+                self.remove_replicas(key, |r| r.segment() == Some(sid));
             }
         }
         if let Some(disk) = self.local_disks.get(&client).filter(|d| Arc::ptr_eq(&d.owner, &record)) {
@@ -263,6 +259,21 @@ impl Master {
             Progress::More
         } else {
             Progress::Done
+        }
+    }
+
+    /// Takes up to `budget` keys out of a segment's key index (the segment is being emptied;
+    /// moving the strings out avoids cloning them).
+    fn take_keys(&mut self, sid: super::SegmentId, budget: usize) -> std::collections::BTreeSet<String> {
+        let Some(seg) = self.segments.get_mut(sid) else {
+            return Default::default();
+        };
+        match seg.keys.iter().nth(budget).cloned() {
+            Some(first_left) => {
+                let rest = seg.keys.split_off(&first_left);
+                std::mem::replace(&mut seg.keys, rest)
+            }
+            None => std::mem::take(&mut seg.keys),
         }
     }
 

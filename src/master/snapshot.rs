@@ -60,7 +60,7 @@ impl Master {
             clients,
             vacant,
             segments: self.segment_snaps(),
-            objects: self.objects.iter().map(|(k, o)| self.object_snap(k, o)).collect(),
+            objects: self.object_snaps(),
             tasks: self.tasks.iter().map(|t| self.task_snap(t)).collect(),
             next_task_id: self.tasks.last_id(),
             local_disks: self.local_disks.values().map(local_disk_snap).collect(),
@@ -133,6 +133,15 @@ impl Master {
             replication_task: o.replication_task,
             tier_task: o.tier_task,
         }
+    }
+
+    /// Objects in key order (the table itself is a hash map).
+    fn object_snaps(&self) -> Vec<ObjectSnap> {
+        let mut keys: Vec<&String> = self.objects.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .map(|k| self.object_snap(k, &self.objects[k]))
+            .collect()
     }
 
     fn task_snap(&self, t: &Task) -> TaskSnap {
