@@ -191,10 +191,10 @@ impl Liveness {
 
     /// The TTLs in force now.
     pub fn ttls(&self) -> Ttls {
-        let c = self.config.load();
+        let (active_ms, suspicion_ms) = self.config.ttls_ms();
         Ttls {
-            active_ms: c.active_ttl_ms,
-            suspicion_ms: c.suspicion_ttl_ms,
+            active_ms,
+            suspicion_ms,
         }
     }
 
