@@ -23,8 +23,7 @@ use criterion::{BatchSize, Criterion, Throughput};
 use crossbeam::queue::ArrayQueue;
 use mooncake_liveness::liveness::Registry;
 use mooncake_liveness::{
-    ClientId, ClientLivenessRecord, Clock, Liveness, LivenessConfig, ManualClock, Monitor,
-    MountOutcome, TickReport,
+    ClientId, ClientLivenessRecord, Clock, Liveness, LivenessConfig, ManualClock, Monitor, MountOutcome, TickReport,
 };
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -84,18 +83,13 @@ fn client_ids(n: usize, salt: u64) -> Vec<u128> {
     ids
 }
 
-fn config(
-    active_ttl_ms: u64,
-    suspicion_ttl_ms: u64,
-    tick_ms: u64,
-    stall_brake: bool,
-) -> LivenessConfig {
+/// Production defaults with the given TTLs and tick (stall bound: half the active TTL).
+fn config(active_ttl_ms: u64, suspicion_ttl_ms: u64, tick_ms: u64) -> LivenessConfig {
     let cfg = LivenessConfig {
         active_ttl_ms,
         suspicion_ttl_ms,
         monitor_tick_ms: tick_ms,
         stall_bound_ms: (active_ttl_ms / 2).max(1),
-        stall_brake,
         ..LivenessConfig::default()
     };
     cfg.validate().expect("bench configuration is valid");
@@ -209,11 +203,7 @@ fn count_mutex(rs: &[Resource<Arc<UpRecord>>]) -> usize {
 #[inline(never)]
 fn count_rwlock_set(rs: &[Resource<u128>], ok: &RwLock<HashSet<u128>>) -> usize {
     rs.iter()
-        .filter(|r| {
-            ok.read()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(&r.owner)
-        })
+        .filter(|r| ok.read().unwrap_or_else(|e| e.into_inner()).contains(&r.owner))
         .count()
 }
 
@@ -227,25 +217,16 @@ fn eligibility(c: &mut Criterion) {
     let ids = client_ids(OWNERS, 1);
     let records: Vec<_> = ids.iter().map(|&id| mount(&live, id)).collect();
     let ours = resources(&records, &owner_of);
-    {
-        let mut sets = [0u32; 64]; let mut pages = HashSet::new();
-        for r in &records { let a = Arc::as_ptr(r) as usize; sets[(a >> 6) & 63] += 1; pages.insert(a >> 12); }
-        eprintln!("DEBUG pages {} sets {} max {} samples {:?} res {:x}", pages.len(), sets.iter().filter(|&&c| c>0).count(), sets.iter().max().unwrap(), records.iter().take(6).map(|r| Arc::as_ptr(r) as usize % 0x100000).collect::<Vec<_>>(), ours.as_ptr() as usize);
-    }
     assert_eq!(count_word(&ours), RESOURCES);
     g.bench_function("word", |b| b.iter(|| count_word(black_box(&ours))));
     g.bench_function("no_check", |b| b.iter(|| count_no_check(black_box(&ours))));
     drop((ours, records, live));
 
     // Upstream: a transition mutex per record.
-    let up: Vec<Arc<UpRecord>> = (0..OWNERS)
-        .map(|_| Arc::new(UpRecord::new(START_MS)))
-        .collect();
+    let up: Vec<Arc<UpRecord>> = (0..OWNERS).map(|_| Arc::new(UpRecord::new(START_MS))).collect();
     let up_res = resources(&up, &owner_of);
     assert_eq!(count_mutex(&up_res), RESOURCES);
-    g.bench_function("mutex_record", |b| {
-        b.iter(|| count_mutex(black_box(&up_res)))
-    });
+    g.bench_function("mutex_record", |b| b.iter(|| count_mutex(black_box(&up_res))));
     drop((up_res, up));
 
     // Mooncake main: resources carry the client id; `ok_client_` is a shared set.
@@ -274,11 +255,8 @@ fn wait_for_first_round(progress: &AtomicU64) {
 /// `eligibility/word` while a second thread runs the real Ping and the real monitor on the same
 /// records with a 1 ms TTL and a 1 ms tick: each round pings every owner (recovering it), moves
 /// the clock one tick and ticks the monitor, which commits Active → Suspected for all of them.
-fn word_contended(
-    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    owner_of: &[usize],
-) {
-    let (clock, live) = liveness(config(1, 1_000_000_000, 1, true), 1024);
+fn word_contended(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, owner_of: &[usize]) {
+    let (clock, live) = liveness(config(1, 1_000_000_000, 1), 1024);
     let ids: Vec<ClientId> = client_ids(OWNERS, 3).into_iter().map(ClientId).collect();
     let records: Vec<_> = ids.iter().map(|id| mount(&live, id.0)).collect();
     let mut monitor = Monitor::new(&live);
@@ -288,6 +266,7 @@ fn word_contended(
     let progress = AtomicU64::new(0);
     thread::scope(|s| {
         let background = s.spawn(|| {
+            let started = Instant::now();
             let (mut rounds, mut recovered) = (0u64, 0u64);
             while !stop.load(Ordering::Relaxed) {
                 for &id in &ids {
@@ -298,41 +277,48 @@ fn word_contended(
                 rounds += 1;
                 progress.store(rounds, Ordering::Relaxed);
             }
-            (rounds, recovered, monitor.stats().suspected)
+            let per_sec = rounds as f64 / started.elapsed().as_secs_f64();
+            (rounds, recovered, monitor.stats().suspected, per_sec)
         });
         g.bench_function("word_contended", |b| {
             wait_for_first_round(&progress);
             b.iter(|| count_word(black_box(&ours)))
         });
         stop.store(true, Ordering::Relaxed);
-        let (rounds, recovered, suspected) = background.join().expect("background thread");
+        let (rounds, recovered, suspected, per_sec) = background.join().expect("background thread");
         note("word_contended.background_rounds", rounds);
+        note("word_contended.background_rounds_per_sec", format!("{per_sec:.0}"));
         note("word_contended.suspected_commits", suspected);
         note("word_contended.recoveries", recovered);
     });
 }
 
 /// `eligibility/mutex_record` while a second thread does upstream's equivalent on the same
-/// records: a ping pass (lock, `last = now`, Suspected → Active, unlock) and a monitor pass
-/// (lock, `now - last >= ttl` → Suspected, unlock) per round.
-fn mutex_record_contended(
-    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    owner_of: &[usize],
-) {
+/// records, round by round like ours: a ping pass (upstream's Ping: shared lock on the client map,
+/// find the record, lock it, `last = now`, Suspected → Active) and a monitor pass (upstream's
+/// monitor: copy the (id, record) pairs under the shared lock, then lock each record and commit
+/// Active → Suspected when `now - last >= ttl`). The lookups and the copy make the writer slower,
+/// which is kinder to the baseline than bare lock+write loops.
+fn mutex_record_contended(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, owner_of: &[usize]) {
     const TTL_MS: u64 = 1;
-    let up: Vec<Arc<UpRecord>> = (0..OWNERS)
-        .map(|_| Arc::new(UpRecord::new(START_MS)))
-        .collect();
+    let ids = client_ids(OWNERS, 3);
+    let up: Vec<Arc<UpRecord>> = (0..OWNERS).map(|_| Arc::new(UpRecord::new(START_MS))).collect();
+    let clients: RwLock<HashMap<u128, Arc<UpRecord>>> =
+        RwLock::new(ids.iter().copied().zip(up.iter().cloned()).collect());
     let up_res = resources(&up, owner_of);
     let stop = AtomicBool::new(false);
     let progress = AtomicU64::new(0);
     thread::scope(|s| {
         let background = s.spawn(|| {
+            let started = Instant::now();
             let (mut rounds, mut suspected, mut recovered) = (0u64, 0u64, 0u64);
             let mut now = START_MS;
+            let mut snapshot: Vec<(u128, Arc<UpRecord>)> = Vec::with_capacity(OWNERS);
             while !stop.load(Ordering::Relaxed) {
-                for r in &up {
-                    let mut st = r.m.lock().unwrap_or_else(|e| e.into_inner());
+                for id in &ids {
+                    let map = clients.read().unwrap_or_else(|e| e.into_inner());
+                    let rec = map.get(id).expect("registered");
+                    let mut st = rec.m.lock().unwrap_or_else(|e| e.into_inner());
                     st.last_ping_ms = now;
                     if st.state == UpState::Suspected {
                         st.state = UpState::Active;
@@ -340,8 +326,12 @@ fn mutex_record_contended(
                     }
                 }
                 now += TTL_MS;
-                for r in &up {
-                    let mut st = r.m.lock().unwrap_or_else(|e| e.into_inner());
+                {
+                    let map = clients.read().unwrap_or_else(|e| e.into_inner());
+                    snapshot.extend(map.iter().map(|(id, rec)| (*id, Arc::clone(rec))));
+                }
+                for (_id, rec) in snapshot.drain(..) {
+                    let mut st = rec.m.lock().unwrap_or_else(|e| e.into_inner());
                     if st.state == UpState::Active && now - st.last_ping_ms >= TTL_MS {
                         st.state = UpState::Suspected;
                         suspected += 1;
@@ -350,15 +340,20 @@ fn mutex_record_contended(
                 rounds += 1;
                 progress.store(rounds, Ordering::Relaxed);
             }
-            (rounds, recovered, suspected)
+            let per_sec = rounds as f64 / started.elapsed().as_secs_f64();
+            (rounds, recovered, suspected, per_sec)
         });
         g.bench_function("mutex_record_contended", |b| {
             wait_for_first_round(&progress);
             b.iter(|| count_mutex(black_box(&up_res)))
         });
         stop.store(true, Ordering::Relaxed);
-        let (rounds, recovered, suspected) = background.join().expect("background thread");
+        let (rounds, recovered, suspected, per_sec) = background.join().expect("background thread");
         note("mutex_record_contended.background_rounds", rounds);
+        note(
+            "mutex_record_contended.background_rounds_per_sec",
+            format!("{per_sec:.0}"),
+        );
         note("mutex_record_contended.suspected_commits", suspected);
         note("mutex_record_contended.recoveries", recovered);
     });
@@ -376,9 +371,7 @@ fn uncontended_push_ns(ids: &[ClientId]) -> String {
             let queue = ArrayQueue::<u128>::new(PING_QUEUE_CAPACITY);
             let t = Instant::now();
             for i in 0..PING_QUEUE_CAPACITY {
-                queue
-                    .push(black_box(ids[i % ids.len()].0))
-                    .expect("queue has room");
+                queue.push(black_box(ids[i % ids.len()].0)).expect("queue has room");
             }
             t.elapsed().as_nanos() as f64 / PING_QUEUE_CAPACITY as f64
         })
@@ -390,10 +383,7 @@ fn ping(c: &mut Criterion) {
     let mut g = c.benchmark_group("ping");
 
     let (_clock, live) = liveness(LivenessConfig::default(), 1024);
-    let ids: Vec<ClientId> = client_ids(PING_CLIENTS, 4)
-        .into_iter()
-        .map(ClientId)
-        .collect();
+    let ids: Vec<ClientId> = client_ids(PING_CLIENTS, 4).into_iter().map(ClientId).collect();
     for id in &ids {
         mount(&live, id.0);
     }
@@ -472,7 +462,7 @@ struct Idle {
 
 fn build_idle() -> Idle {
     let t = Instant::now();
-    let (clock, live) = liveness(config(100_000_000_000, 20_000, TICK_MS, true), 65_536);
+    let (clock, live) = liveness(config(100_000_000_000, 20_000, TICK_MS), 65_536);
     let mut monitor = Monitor::new(&live);
     for id in client_ids(SCAN_CLIENTS, 5) {
         mount(&live, id);
@@ -481,11 +471,7 @@ fn build_idle() -> Idle {
     assert!(report.events.is_empty());
     assert_eq!(monitor.armed(), SCAN_CLIENTS);
     note("idle_tick_1m.setup_ms", t.elapsed().as_millis());
-    Idle {
-        clock,
-        live,
-        monitor,
-    }
+    Idle { clock, live, monitor }
 }
 
 /// Upstream's monitor: `client_mutex_`-guarded map of records; each tick copies every
@@ -514,14 +500,12 @@ impl Upstream {
     fn tick(&mut self, now_ms: u64) -> usize {
         {
             let map = self.clients.read().unwrap_or_else(|e| e.into_inner());
-            self.snapshot
-                .extend(map.iter().map(|(id, rec)| (*id, Arc::clone(rec))));
+            self.snapshot.extend(map.iter().map(|(id, rec)| (*id, Arc::clone(rec))));
         }
         let mut due = 0;
         for (_id, rec) in self.snapshot.drain(..) {
             let st = rec.m.lock().unwrap_or_else(|e| e.into_inner());
-            if st.state == UpState::Active && now_ms.saturating_sub(st.last_ping_ms) >= self.ttl_ms
-            {
+            if st.state == UpState::Active && now_ms.saturating_sub(st.last_ping_ms) >= self.ttl_ms {
                 due += 1; // upstream would commit Active → Suspected here
             }
         }
@@ -545,10 +529,7 @@ impl Expire {
         let ticks_per_ttl = cfg.active_ttl_ms / cfg.monitor_tick_ms;
         let (clock, live) = liveness(cfg, 65_536);
         let mut monitor = Monitor::new(&live);
-        let ids: Vec<ClientId> = client_ids(EXPIRE_CLIENTS, 6)
-            .into_iter()
-            .map(ClientId)
-            .collect();
+        let ids: Vec<ClientId> = client_ids(EXPIRE_CLIENTS, 6).into_iter().map(ClientId).collect();
         for id in &ids {
             mount(&live, id.0);
         }
@@ -593,11 +574,7 @@ fn monitor(c: &mut Criterion) {
 
     let mut idle = build_idle();
     g.bench_function("idle_tick_1m", |b| {
-        let Idle {
-            clock,
-            live,
-            monitor,
-        } = &mut idle;
+        let Idle { clock, live, monitor } = &mut idle;
         b.iter(|| {
             clock.advance_ms(TICK_MS);
             monitor.tick(live)
@@ -646,68 +623,89 @@ fn monitor(c: &mut Criterion) {
 }
 
 /// Not a criterion benchmark (context for `monitor/idle_tick_1m`): the tick in steady state,
-/// hand-timed. 1M healthy clients on production settings (10 s TTL, 100 ms tick), each pinging
-/// once a second (a tenth of them between any two ticks). Nothing is ever due, but every wheel
-/// entry still wakes about once per TTL (lazy rescheduling: Ping never touches the wheel), and a
-/// level-1 slot cascades into level 0 every 64 ticks.
+/// hand-timed. 1M healthy clients on production settings (10 s TTL, 100 ms tick), mounted evenly
+/// over one TTL, each pinging every 5 s (a fiftieth of them between any two ticks). Nothing is
+/// ever due, but every wheel entry still wakes once per 5-10 s (lazy rescheduling: Ping never
+/// touches the wheel), and every 64 ticks a level-1 slot cascades into level 0. The pings are
+/// timed too: the same `Liveness::ping` as `ping/word`, with 1M clients instead of 10k.
 fn steady_tick_note() {
-    const PING_PERIOD_TICKS: usize = 10;
-    const WARM_TICKS: usize = 200; // > TTL: every entry has been re-armed at least once
-    const MEASURED_TICKS: usize = 640; // ten level-1 slots
-    let t = Instant::now();
-    let (clock, live) = liveness(LivenessConfig::default(), 65_536);
-    let mut monitor = Monitor::new(&live);
-    let ids: Vec<ClientId> = client_ids(SCAN_CLIENTS, 7)
-        .into_iter()
-        .map(ClientId)
-        .collect();
-    for phase in 0..PING_PERIOD_TICKS {
-        for id in ids.iter().skip(phase).step_by(PING_PERIOD_TICKS) {
-            mount(&live, id.0);
-        }
-        clock.advance_ms(TICK_MS);
-        let _ = monitor.tick(&live);
+    struct Step {
+        tick_ns: u64,
+        examined: u64,
+        ping_ns: u64,
+        pings: u64,
     }
+    const PING_PERIOD_TICKS: usize = 50;
+    const WARM_TICKS: usize = 110; // > TTL: every entry has been re-armed at least once
+    const MEASURED_TICKS: usize = 320; // five level-1 slots
+    let t = Instant::now();
+    let cfg = LivenessConfig::default();
+    let ttl_ticks = (cfg.active_ttl_ms / cfg.monitor_tick_ms) as usize;
+    let (clock, live) = liveness(cfg, 65_536);
+    let mut monitor = Monitor::new(&live);
+    let ids: Vec<ClientId> = client_ids(SCAN_CLIENTS, 7).into_iter().map(ClientId).collect();
     let mut phase = 0;
-    let mut step = |monitor: &mut Monitor| {
-        for &id in ids.iter().skip(phase).step_by(PING_PERIOD_TICKS) {
+    // One tick: the clients of this phase ping (those mounted so far), time moves one tick, the
+    // monitor ticks (timed).
+    let mut step = |monitor: &mut Monitor, mounted: usize| {
+        let ping_start = Instant::now();
+        let mut pings = 0u64;
+        for &id in ids[..mounted].iter().skip(phase).step_by(PING_PERIOD_TICKS) {
             black_box(live.ping(id, None));
+            pings += 1;
         }
+        let ping_ns = ping_start.elapsed().as_nanos() as u64;
         phase = (phase + 1) % PING_PERIOD_TICKS;
         clock.advance_ms(TICK_MS);
+        let examined = monitor.stats().entries_examined;
         let start = Instant::now();
         let report = monitor.tick(&live);
         let ns = start.elapsed().as_nanos() as u64;
         assert!(report.events.is_empty(), "healthy clients never expire");
-        ns
+        Step {
+            tick_ns: ns,
+            examined: monitor.stats().entries_examined - examined,
+            ping_ns,
+            pings,
+        }
     };
-    for _ in 0..WARM_TICKS {
-        step(&mut monitor);
+    let per_tick = SCAN_CLIENTS / ttl_ticks;
+    for k in 0..ttl_ticks {
+        for id in &ids[k * per_tick..(k + 1) * per_tick] {
+            mount(&live, id.0);
+        }
+        step(&mut monitor, (k + 1) * per_tick);
     }
-    let examined_before = monitor.stats().entries_examined;
-    let mut ns: Vec<u64> = (0..MEASURED_TICKS).map(|_| step(&mut monitor)).collect();
-    let examined = monitor.stats().entries_examined - examined_before;
+    for _ in 0..WARM_TICKS {
+        step(&mut monitor, SCAN_CLIENTS);
+    }
+    let ticks: Vec<Step> = (0..MEASURED_TICKS).map(|_| step(&mut monitor, SCAN_CLIENTS)).collect();
+    let mut ns: Vec<u64> = ticks.iter().map(|t| t.tick_ns).collect();
     ns.sort_unstable();
     let mean = ns.iter().sum::<u64>() as f64 / ns.len() as f64;
+    let examined: u64 = ticks.iter().map(|t| t.examined).sum();
+    let max_examined = ticks.iter().map(|t| t.examined).max().unwrap_or(0);
+    let ping_ns: u64 = ticks.iter().map(|t| t.ping_ns).sum();
+    let pings: u64 = ticks.iter().map(|t| t.pings).sum();
     note("steady_tick_1m.mean_ns", format!("{mean:.0}"));
     note("steady_tick_1m.p50_ns", ns[ns.len() / 2]);
+    note("steady_tick_1m.p99_ns", ns[ns.len() * 99 / 100]);
     note("steady_tick_1m.max_ns", ns[ns.len() - 1]);
     note(
         "steady_tick_1m.entries_examined_per_tick",
         examined / MEASURED_TICKS as u64,
     );
+    note("steady_tick_1m.max_entries_examined_in_a_tick", max_examined);
+    note(
+        "steady_ping_1m.mean_ns",
+        format!("{:.1}", ping_ns as f64 / pings.max(1) as f64),
+    );
     note("steady_tick_1m.wall_ms", t.elapsed().as_millis());
 }
 
 fn main() {
-    note(
-        "record_size_bytes",
-        std::mem::size_of::<ClientLivenessRecord>(),
-    );
-    note(
-        "record_align_bytes",
-        std::mem::align_of::<ClientLivenessRecord>(),
-    );
+    note("record_size_bytes", std::mem::size_of::<ClientLivenessRecord>());
+    note("record_align_bytes", std::mem::align_of::<ClientLivenessRecord>());
     note("eligibility_resources", RESOURCES);
     let mut c = Criterion::default().configure_from_args();
     eligibility(&mut c);

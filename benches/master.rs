@@ -5,7 +5,7 @@
 //! | `master/get_hit` | `Master::get` of a present key (8 segments, 100k objects) | `master/get_hit_noseam`: the same master built with the seam switched off |
 //! | `master/put_alloc` | `put` + `remove` of one key (allocation over 8 segments) | `master/put_alloc_noseam` |
 //! | `offboard/own_index_1k_of_1m` | offboard a client holding 1k objects in a 1M-object master (per-owner index) | `offboard/full_sweep_1k_of_1m`: upstream's sweep, every object checked |
-//! | `ping/idle`, `ping/during_offboarding` | `Liveness::ping` alone, and while another thread offboards a large client holding the master lock batch by batch | |
+//! | `ping/idle`, `ping/during_offboarding` | `Liveness::ping` alone, and while another thread builds and offboards a 1M-object client holding the master lock batch by batch | `ping/during_offboarding_locked`: the same ping behind the master's lock, as upstream's heartbeat sits behind `client_mutex_` |
 //! | `snapshot/encode_1m`, `snapshot/restore_1m` | snapshot + binary encoding of a 1M-object master; decode + restore | |
 //!
 //! `cargo bench --bench master` (heavy: builds 1M-object masters, several GiB of RAM).
@@ -245,6 +245,16 @@ fn bench_ping_during_offboarding(c: &mut Criterion) {
     g.bench_function("during_offboarding", |b| {
         b.iter(|| {
             i = (i + 1) % 10_000;
+            black_box(live.ping(ClientId(9 + i), None))
+        })
+    });
+    // Upstream's shape for comparison: the heartbeat reaches its record through a lock that the
+    // data plane and offboarding also hold (`client_mutex_`), modelled by the master's mutex.
+    let mut i = 0u128;
+    g.bench_function("during_offboarding_locked", |b| {
+        b.iter(|| {
+            i = (i + 1) % 10_000;
+            let _guard = shared.lock().unwrap();
             black_box(live.ping(ClientId(9 + i), None))
         })
     });
