@@ -367,3 +367,31 @@ fn below_the_minimum_the_brake_never_engages() {
     assert!(brake_events(&h).is_empty());
     assert_eq!(h.transitions().iter().filter(|t| t.3 == "Offline").count(), 9);
 }
+
+#[test]
+fn prepare_client_offboarding_mints_the_one_job_only_when_due() {
+    use mooncake_liveness::offboarding::{prepare_client_offboarding, PrepareError};
+    let mut h = Harness::new(config(A, S));
+    let rec = h.mount(1);
+    h.run_to(9_000);
+    assert_eq!(
+        prepare_client_offboarding(&h.live, &rec).unwrap_err(),
+        PrepareError::NotDue,
+        "Active is never suspected by it"
+    );
+    h.run_to(10_000); // Suspected at 10 s
+    assert_eq!(
+        prepare_client_offboarding(&h.live, &rec).unwrap_err(),
+        PrepareError::NotDue
+    );
+    h.clock.set_ms(30_000); // due, and the monitor has not ticked yet
+    let job = prepare_client_offboarding(&h.live, &rec).expect("due: the job");
+    assert_eq!((job.client(), job.incarnation()), (ClientId(1), Incarnation(1)));
+    assert_eq!(
+        prepare_client_offboarding(&h.live, &rec).unwrap_err(),
+        PrepareError::AlreadyOffline
+    );
+    h.run_to(40_000);
+    assert!(h.jobs.is_empty(), "the monitor minted a second job");
+    assert_eq!(h.transitions(), vec![(10_000, 1, "Active", "Suspected")]);
+}

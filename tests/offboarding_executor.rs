@@ -16,6 +16,8 @@ fn config() -> LivenessConfig {
         stall_bound_ms: 1 << 40, // the test thread's pace is not a master stall
         mass_suspicion_brake: false,
         offboarding_workers: 2,
+        // The configuration switch: the master hands its jobs to the executor.
+        offboarding_mode: mooncake_liveness::config::OffboardingMode::Async,
         ..LivenessConfig::default()
     }
 }
@@ -24,7 +26,6 @@ fn config() -> LivenessConfig {
 fn async_mode_offboards_like_sync_mode_with_retries() {
     let clock = Arc::new(ManualClock::new(0));
     let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
-    master.hand_jobs_to_executor(true);
     master.mount("big", "sb", 1 << 30).unwrap();
     master.mount("c2", "s2", 1 << 30).unwrap();
     for i in 0..3_000 {

@@ -205,6 +205,12 @@ impl ClientLivenessRecord {
         self.evaluation_of(self.apply(ev, now_ms, ttls))
     }
 
+    /// Commits Suspected → Offline if the suspicion deadline has passed; never suspects an
+    /// Active record (`prepare_client_offboarding`).
+    pub(crate) fn commit_offline(&self, now_ms: u64, ttls: Ttls) -> Evaluation {
+        self.evaluation_of(self.apply(Event::CommitOffline, now_ms, ttls))
+    }
+
     /// Gives a Suspected record a fresh suspicion window from `now_ms` (the mass-suspicion
     /// brake released); an Active record is only re-read.
     pub(crate) fn renew_suspicion(&self, now_ms: u64, ttls: Ttls) -> Evaluation {

@@ -192,6 +192,8 @@ pub enum Event {
     ExpireHoldingOffline,
     /// The brake released: a Suspected record gets a fresh suspicion window from now.
     RenewSuspicion,
+    /// `prepare_client_offboarding`: commit Suspected → Offline if it is due; never suspects.
+    CommitOffline,
 }
 
 /// Why a word changed.
@@ -249,8 +251,9 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
         ),
         (Offline, Event::Signal) => Decision::RefuseOffline,
         (Offline, _) => Decision::Retire,
-        // A renewal only ever concerns Suspected words; an Active one is left to the monitor.
-        (Active, Event::RenewSuspicion) => Decision::Wait {
+        // A renewal or an explicit Offline commit only ever concerns Suspected words; an
+        // Active one is left to the monitor.
+        (Active, Event::RenewSuspicion | Event::CommitOffline) => Decision::Wait {
             deadline_ms: cur.deadline_ms(),
         },
         (Active, _) if due => commit(
@@ -261,7 +264,9 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
             Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
             Change::SuspicionRenewed,
         ),
-        (Suspected, Event::Expire) if due => commit(Word::pack(Offline, cur.seq().next(), now_ms), Change::WentOffline),
+        (Suspected, Event::Expire | Event::CommitOffline) if due => {
+            commit(Word::pack(Offline, cur.seq().next(), now_ms), Change::WentOffline)
+        }
         (Suspected, Event::ExpireHoldingOffline) if due => Decision::Held,
         (Active | Suspected, _) => Decision::Wait {
             deadline_ms: cur.deadline_ms(),
@@ -347,6 +352,10 @@ mod tests {
             (w(Offline, 5, d), Event::Expire, d, Decision::Retire),
             (w(Offline, 5, d), Event::ExpireHoldingOffline, d, Decision::Retire),
             (w(Offline, 5, d), Event::RenewSuspicion, d, Decision::Retire),
+            (w(Active, 3, d), Event::CommitOffline, d, Decision::Wait { deadline_ms: d }),
+            (w(Suspected, 4, d), Event::CommitOffline, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Suspected, 4, d), Event::CommitOffline, d, c(w(Offline, 5, d), Change::WentOffline)),
+            (w(Offline, 5, d), Event::CommitOffline, d, Decision::Retire),
         ];
         for (cur, ev, now, want) in table {
             assert_eq!(decide(cur, ev, now, TTLS), want, "{cur:?} {ev:?} at {now}");
@@ -362,7 +371,8 @@ mod tests {
             Just(Event::Signal),
             Just(Event::Expire),
             Just(Event::ExpireHoldingOffline),
-            Just(Event::RenewSuspicion)
+            Just(Event::RenewSuspicion),
+            Just(Event::CommitOffline)
         ]
     }
 

@@ -221,8 +221,16 @@ pub struct Master {
 }
 
 impl Master {
-    /// A master on `clock` with `config`.
+    /// A master on `clock` with `config`. With `offboarding_mode: async` the jobs its ticks
+    /// mint are collected for an executor ([`Master::take_jobs`]); with `sync` they run inline.
     pub fn new(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
+        let asynchronous = config.offboarding_mode == crate::config::OffboardingMode::Async;
+        let mut master = Self::build(clock, config, options);
+        master.hand_jobs_to_executor(asynchronous);
+        master
+    }
+
+    fn build(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
         let live = Arc::new(Liveness::new(clock, config));
         let monitor = Monitor::new(&live);
         Self {

@@ -26,6 +26,45 @@
 //! }
 //! ```
 
+use crate::liveness::record::Evaluation;
+use crate::liveness::{ClientLivenessRecord, Liveness};
+use crate::sync::Arc;
+
+/// Why [`prepare_client_offboarding`] minted no job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrepareError {
+    /// The incarnation is Active, or Suspected with its suspicion window still open: nothing
+    /// to do yet (or a signal recovered it meanwhile).
+    #[error("the incarnation is not due for offboarding")]
+    NotDue,
+    /// The incarnation is already Offline: its one job was minted by whoever committed that.
+    #[error("the incarnation is already Offline; its job exists elsewhere")]
+    AlreadyOffline,
+}
+
+/// PrepareClientOffboarding: commits `record` Suspected → Offline at the liveness clock's now
+/// (if its suspicion window has passed) and mints the incarnation's one job. The monitor does
+/// the same inside its tick; this is the entry point for an embedder that drives its own.
+pub fn prepare_client_offboarding(
+    liveness: &Liveness,
+    record: &Arc<ClientLivenessRecord>,
+) -> Result<ClientOffboardingJob, PrepareError> {
+    let now = liveness.clock().now_ms();
+    match record.commit_offline(now, liveness.ttls()) {
+        Evaluation::Offline(_, _, proof) => {
+            liveness.note_suspected(-1);
+            Ok(ClientOffboardingJob::from_commit(
+                record.clone(),
+                proof,
+                liveness.clock().base().now_ms(),
+            ))
+        }
+        Evaluation::Retired => Err(PrepareError::AlreadyOffline),
+        _ => Err(PrepareError::NotDue),
+    }
+}
+
 pub mod brakes;
 #[cfg(not(loom))]
 pub mod executor;

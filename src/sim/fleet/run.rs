@@ -138,6 +138,8 @@ impl<'a> Sim<'a> {
             seam_disabled: false,
         };
         let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
+        // The simulator's executor is its virtual clock: jobs run at the tick.
+        master.hand_jobs_to_executor(false);
         let mut by_name = BTreeMap::new();
         for (i, name) in w.names.iter().enumerate() {
             // Interned in index order: client i is ClientId(i + 1).

@@ -128,11 +128,13 @@ struct Sim {
 impl Sim {
     fn new(config: LivenessConfig) -> Self {
         let clock = Arc::new(ManualClock::new(0));
-        let master = Master::new(
+        let mut master = Master::new(
             clock.clone() as Arc<dyn Clock>,
             config.clone(),
             MasterOptions::default(),
         );
+        // Replay's executor is the virtual clock: jobs run at the tick, whatever the mode.
+        master.hand_jobs_to_executor(false);
         let tick_ms = master.monitor().tick_ms();
         Self {
             clock,
@@ -184,12 +186,13 @@ impl Sim {
     fn failover(&mut self) -> Outcome {
         let clock = self.clock.clone() as Arc<dyn Clock>;
         let (config, options) = (self.config.clone(), MasterOptions::default());
-        let master = match &self.snapshot {
+        let mut master = match &self.snapshot {
             None => Master::new(clock, config, options),
             Some(bytes) => Snapshot::decode(bytes)
                 .and_then(|snap| Master::restore(clock, config, options, &snap))
                 .map_err(|_| SNAPSHOT_INVALID)?,
         };
+        master.hand_jobs_to_executor(false);
         self.master = master;
         Ok(Answer::Done)
     }
