@@ -154,7 +154,8 @@ pub fn trace_parse(data: &[u8]) {
             ["t_ms", "ms"]
                 .iter()
                 .any(|k| v.get(k).and_then(|x| x.as_u64()).is_some_and(|t| t > TRACE_FUZZ_MAX_MS))
-                || v.pointer("/config/monitor_tick_ms").is_some_and(|t| t.as_u64().is_none_or(|t| t < 10))
+                || v.pointer("/config/monitor_tick_ms")
+                    .is_some_and(|t| t.as_u64().is_none_or(|t| t < 10))
         })
     });
     if too_long {
@@ -204,7 +205,9 @@ pub fn queue_ops(data: &[u8]) {
             QueueOp::PopBatch(n) => {
                 let mut out = Vec::new();
                 let got = rx.pop_batch(usize::from(n), &mut out);
-                let want: Vec<u16> = (0..usize::from(n).min(model.len())).filter_map(|_| model.pop_front()).collect();
+                let want: Vec<u16> = (0..usize::from(n).min(model.len()))
+                    .filter_map(|_| model.pop_front())
+                    .collect();
                 assert_eq!((got, out), (want.len(), want));
             }
             QueueOp::Close => {
