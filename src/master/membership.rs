@@ -77,11 +77,19 @@ impl Master {
                 return Err(MasterError::InvalidParams);
             }
         }
+        // A name unmounted by another client's offboarding job that is still pending stays taken
+        // until the job completes (trace-format.md; found by the differential fuzz target). It is
+        // checked inside the mount work, after the barrier: a client whose own incarnation is
+        // being offboarded hears CLIENT_OFFBOARDING first.
+        let reserved = specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id));
         let segments = &mut self.segments;
         let external = &mut self.external;
         let outcome = self.live.mount(id, None, |rec| {
             for s in specs {
                 check_segment(segments, id, &s.segment, s.size)?;
+            }
+            if reserved {
+                return Err(MasterError::InvalidParams);
             }
             // A segment this client already holds must belong to this very incarnation.
             if specs.iter().any(|s| {

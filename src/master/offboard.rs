@@ -92,6 +92,15 @@ impl Master {
             .map(|j| (j.steps_done(), j.attempts(), j.committed_at_ms()))
     }
 
+    /// Was `segment` unmounted by an offboarding job of a client other than `asker` that has not
+    /// completed? Its name stays taken until then.
+    pub(super) fn held_by_pending_offboarding(&self, segment: &str, asker: ClientId) -> bool {
+        self.offboarding
+            .scratch
+            .iter()
+            .any(|((c, _), s)| *c != asker && s.segment_names.iter().any(|n| n == segment))
+    }
+
     /// Offboarding scratch (snapshot capture).
     pub(super) fn scratch(&self) -> &BTreeMap<(ClientId, Incarnation), Scratch> {
         &self.offboarding.scratch
