@@ -12,6 +12,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("snapshot_decode", fuzzing::snapshot_decode),
     ("trace_parse", fuzzing::trace_parse),
     ("queue_ops", fuzzing::queue_ops),
+    ("differential", fuzzing::differential),
 ];
 
 #[test]

@@ -6,6 +6,11 @@
 use crate::liveness::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
 use arbitrary::{Arbitrary, Unstructured};
 
+mod differential;
+mod model;
+
+pub use differential::{differential, differential_explain};
+
 /// One step of the `word_transitions` target.
 #[derive(Debug, Arbitrary)]
 enum Step {

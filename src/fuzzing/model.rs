@@ -1,0 +1,673 @@
+//! A small, sequential reference model of the contract (`contract/invariants.md`,
+//! `decisions.md`, the timing rule of `trace-format.md`) for the `differential` fuzz body.
+//!
+//! Obviously correct rather than fast: no wheel, no atomics, no indexes; every question is a
+//! loop over everything (at most 4 clients, 6 segments, 8 keys). Clients, segments and keys
+//! are small indices; the harness maps them to names.
+//!
+//! What it models: per client id the current incarnation (number, state, last accepted signal,
+//! the tick that committed Suspected, readiness, LocalDisk registration, the pending offboarding
+//! job); memory segments (owner incarnation, size, usage derived from the replicas on them);
+//! objects (replicas in allocation order, completion, recency); injected step failures; the
+//! quota total and the external metadata entries.
+//!
+//! What it does not model (see `differential.rs`): which segment an allocation picks (the
+//! harness checks the answer's validity and feeds the choice back), the order in which jobs due
+//! at one tick run (the harness feeds the observed order back after checking it is a
+//! permutation of the due jobs), stalls and both brakes (disabled in the configuration used),
+//! tasks, drain, offload, promotion, NoF, tenants' quota limits.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Clients in the universe.
+pub(crate) const CLIENTS: usize = 4;
+/// Memory segments in the universe.
+pub(crate) const SEGMENTS: usize = 6;
+/// Object keys in the universe.
+pub(crate) const KEYS: usize = 8;
+
+/// Offboarding steps, in order, as `fail_step` names them.
+pub(crate) const STEPS: [&str; 5] = ["metadata", "segments", "local_disk", "quota", "external_metadata"];
+
+/// Client names.
+pub(crate) const CLIENT_NAMES: [&str; CLIENTS] = ["c0", "c1", "c2", "c3"];
+/// Segment names.
+pub(crate) const SEGMENT_NAMES: [&str; SEGMENTS] = ["s0", "s1", "s2", "s3", "s4", "s5"];
+/// Key names.
+pub(crate) const KEY_NAMES: [&str; KEYS] = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
+
+/// The configuration the model needs (liveness-clock ms; no stalls, so base = liveness time).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    pub(crate) active_ttl_ms: u64,
+    pub(crate) suspicion_ttl_ms: u64,
+    pub(crate) retry_backoff_ms: u64,
+    pub(crate) retry_max_backoff_ms: u64,
+}
+
+/// Liveness state of one incarnation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum State {
+    Active,
+    Suspected,
+    Offline,
+}
+
+/// Something the master reports on its own.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Ev {
+    Transition {
+        at: u64,
+        client: usize,
+        incarnation: u64,
+        from: State,
+        to: State,
+    },
+    Retry {
+        at: u64,
+        client: usize,
+        incarnation: u64,
+        step: usize,
+        attempt: u32,
+    },
+    Offboarded {
+        at: u64,
+        client: usize,
+        incarnation: u64,
+        attempts: u32,
+    },
+}
+
+/// An offboarding job (exists iff the incarnation is Offline).
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    /// Attempts made.
+    pub(crate) attempts: u32,
+    /// Steps completed, by index into [`STEPS`].
+    pub(crate) done: [bool; 5],
+    /// When the next attempt may run: the committing tick for a fresh job, failure time +
+    /// backoff for a retry, the failover time for a restored job.
+    pub(crate) due: u64,
+    /// The first attempt has not run yet (it runs at the committing tick).
+    pub(crate) fresh: bool,
+    /// Bytes the `metadata` step released, refunded by the `quota` step.
+    pub(crate) refund: u64,
+    /// Names of segments the `segments` step unmounted, deleted by `external_metadata`.
+    pub(crate) unmounted: Vec<usize>,
+}
+
+/// The current incarnation of one client id.
+#[derive(Clone, Debug)]
+pub(crate) struct Rec {
+    pub(crate) incarnation: u64,
+    pub(crate) state: State,
+    /// Time of the last accepted liveness signal (or of the restore).
+    pub(crate) last_signal: u64,
+    /// The tick that committed Suspected (while Suspected).
+    pub(crate) suspected_at: u64,
+    pub(crate) ready: bool,
+    /// LocalDisk capacity, if registered.
+    pub(crate) local_disk: Option<u64>,
+    /// The pending offboarding job (iff Offline).
+    pub(crate) job: Option<Job>,
+}
+
+/// One client id.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Client {
+    /// The number of the last incarnation that existed (0: never mounted).
+    pub(crate) last_incarnation: u64,
+    pub(crate) rec: Option<Rec>,
+}
+
+/// One mounted memory segment.
+#[derive(Clone, Debug)]
+pub(crate) struct Segment {
+    pub(crate) owner: usize,
+    pub(crate) incarnation: u64,
+    pub(crate) size: u64,
+}
+
+/// One object.
+#[derive(Clone, Debug)]
+pub(crate) struct Object {
+    pub(crate) size: u64,
+    /// Segments holding a replica, in allocation order.
+    pub(crate) replicas: Vec<usize>,
+    /// PutEnd done.
+    pub(crate) complete: bool,
+    /// Recency (larger = used more recently).
+    pub(crate) touched: u64,
+}
+
+/// The answer the model expects to a Put, before the harness knows which segments were chosen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PutPlan {
+    Refused(&'static str),
+    /// Any `count` distinct segments of `eligible`.
+    Allocate {
+        eligible: Vec<usize>,
+        count: usize,
+    },
+}
+
+/// The whole model.
+#[derive(Clone, Debug)]
+pub(crate) struct Model {
+    pub(crate) cfg: Config,
+    pub(crate) clients: Vec<Client>,
+    pub(crate) segments: BTreeMap<usize, Segment>,
+    pub(crate) objects: BTreeMap<usize, Object>,
+    /// Injected failures left per step.
+    pub(crate) faults: [u32; 5],
+    lru_clock: u64,
+}
+
+pub(crate) const INVALID_PARAMS: &str = "INVALID_PARAMS";
+pub(crate) const CLIENT_OFFBOARDING: &str = "CLIENT_OFFBOARDING";
+pub(crate) const SEGMENT_NOT_FOUND: &str = "SEGMENT_NOT_FOUND";
+pub(crate) const OBJECT_NOT_FOUND: &str = "OBJECT_NOT_FOUND";
+pub(crate) const OBJECT_ALREADY_EXISTS: &str = "OBJECT_ALREADY_EXISTS";
+pub(crate) const NO_AVAILABLE_HANDLE: &str = "NO_AVAILABLE_HANDLE";
+pub(crate) const REPLICA_IS_NOT_READY: &str = "REPLICA_IS_NOT_READY";
+
+/// `base · 2^(k−1)` capped at `max`, computed the slow way.
+pub(crate) fn backoff(k: u32, base: u64, max: u64) -> u64 {
+    let mut d = base;
+    for _ in 1..k {
+        d = d.saturating_mul(2);
+        if d >= max {
+            break;
+        }
+    }
+    d.min(max)
+}
+
+impl Model {
+    pub(crate) fn new(cfg: Config) -> Self {
+        Self {
+            cfg,
+            clients: vec![Client::default(); CLIENTS],
+            segments: BTreeMap::new(),
+            objects: BTreeMap::new(),
+            faults: [0; 5],
+            lru_clock: 0,
+        }
+    }
+
+    /// The state of the incarnation owning segment `s`.
+    pub(crate) fn owner_state(&self, s: usize) -> Option<State> {
+        let seg = self.segments.get(&s)?;
+        let rec = self.clients[seg.owner].rec.as_ref()?;
+        (rec.incarnation == seg.incarnation).then_some(rec.state)
+    }
+
+    /// Bytes allocated on segment `s`.
+    pub(crate) fn used(&self, s: usize) -> u64 {
+        self.objects
+            .values()
+            .map(|o| o.replicas.iter().filter(|r| **r == s).count() as u64 * o.size)
+            .sum()
+    }
+
+    /// Keys with a replica on `s`.
+    pub(crate) fn keys_on(&self, s: usize) -> Vec<usize> {
+        self.objects
+            .iter()
+            .filter(|(_, o)| o.replicas.contains(&s))
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// Quota charged in total: every replica, plus refunds a pending job has not applied yet.
+    pub(crate) fn quota_used(&self) -> u64 {
+        let replicas: u64 = self.objects.values().map(|o| o.size * o.replicas.len() as u64).sum();
+        let pending: u64 = self
+            .clients
+            .iter()
+            .filter_map(|c| c.rec.as_ref()?.job.as_ref())
+            .map(|j| j.refund)
+            .sum();
+        replicas + pending
+    }
+
+    /// External metadata entries: every mounted segment, plus those a pending job unmounted but
+    /// has not deleted yet.
+    pub(crate) fn external(&self) -> BTreeSet<usize> {
+        let mut out: BTreeSet<usize> = self.segments.keys().copied().collect();
+        for c in &self.clients {
+            if let Some(job) = c.rec.as_ref().and_then(|r| r.job.as_ref()) {
+                out.extend(job.unmounted.iter().copied());
+            }
+        }
+        out
+    }
+
+    /// The client whose pending offboarding job unmounted segment `s` and has not completed:
+    /// the name is still held by that client until the job completes.
+    pub(crate) fn held_by_pending_job(&self, s: usize) -> Option<usize> {
+        (0..CLIENTS).find(|c| {
+            self.clients[*c]
+                .rec
+                .as_ref()
+                .and_then(|r| r.job.as_ref())
+                .is_some_and(|j| j.unmounted.contains(&s))
+        })
+    }
+
+    /// Segments that may take `size` new bytes now: owner Active, enough free space.
+    pub(crate) fn allocatable(&self, size: u64) -> Vec<usize> {
+        self.segments
+            .iter()
+            .filter(|(s, seg)| self.owner_state(**s) == Some(State::Active) && seg.size - self.used(**s) >= size)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    fn touch(&mut self, key: usize) {
+        self.lru_clock += 1;
+        if let Some(o) = self.objects.get_mut(&key) {
+            o.touched = self.lru_clock;
+        }
+    }
+
+    /// Removes every replica on `s`; objects left without a replica are removed. Returns the
+    /// bytes released.
+    fn drop_replicas_on(&mut self, s: usize) -> u64 {
+        let mut released = 0;
+        for o in self.objects.values_mut() {
+            let before = o.replicas.len();
+            o.replicas.retain(|r| *r != s);
+            released += (before - o.replicas.len()) as u64 * o.size;
+        }
+        self.objects.retain(|_, o| !o.replicas.is_empty());
+        released
+    }
+
+    // ---- liveness signals -------------------------------------------------------------------
+
+    /// A liveness signal at `now` on client `c`'s live, not Offline record.
+    fn signal(&mut self, c: usize, now: u64) -> Option<Ev> {
+        let rec = self.clients[c].rec.as_mut().expect("signal on a live record");
+        assert_ne!(rec.state, State::Offline, "model: signal on an Offline record");
+        rec.last_signal = now;
+        if rec.state == State::Suspected {
+            rec.state = State::Active;
+            return Some(Ev::Transition {
+                at: now,
+                client: c,
+                incarnation: rec.incarnation,
+                from: State::Suspected,
+                to: State::Active,
+            });
+        }
+        None
+    }
+
+    /// Creates client `c`'s next incarnation (Active, not ready, signalled at `now`).
+    fn create(&mut self, c: usize, now: u64) {
+        let client = &mut self.clients[c];
+        assert!(client.rec.is_none());
+        client.last_incarnation += 1;
+        client.rec = Some(Rec {
+            incarnation: client.last_incarnation,
+            state: State::Active,
+            last_signal: now,
+            suspected_at: 0,
+            ready: false,
+            local_disk: None,
+            job: None,
+        });
+    }
+
+    /// The incarnation number a successful mount by `c` binds to (current, or the next one).
+    fn mount_incarnation(&self, c: usize) -> u64 {
+        match &self.clients[c].rec {
+            Some(r) => r.incarnation,
+            None => self.clients[c].last_incarnation + 1,
+        }
+    }
+
+    /// Mount and ReMount. `specs`: (segment, size). A ReMount also checks the list for one
+    /// segment named twice with different sizes, and makes the incarnation ready.
+    pub(crate) fn mount(
+        &mut self,
+        c: usize,
+        specs: &[(usize, u64)],
+        remount: bool,
+        now: u64,
+    ) -> (Result<(), &'static str>, Option<Ev>) {
+        if remount {
+            for (i, a) in specs.iter().enumerate() {
+                if specs[..i].iter().any(|b| b.0 == a.0 && b.1 != a.1) {
+                    return (Err(INVALID_PARAMS), None);
+                }
+            }
+        }
+        if self.clients[c].rec.as_ref().is_some_and(|r| r.state == State::Offline) {
+            return (Err(CLIENT_OFFBOARDING), None);
+        }
+        // The mount work: every segment is new, or already this very incarnation's with the same size.
+        let inc = self.mount_incarnation(c);
+        for &(s, size) in specs {
+            if size == 0 {
+                return (Err(INVALID_PARAMS), None);
+            }
+            // trace-format.md: a name held by another client — Active, Suspected, or Offline
+            // with offboarding pending — is refused; it is free after unmount or offboarding.
+            if self.held_by_pending_job(s).is_some() {
+                return (Err(INVALID_PARAMS), None);
+            }
+            if let Some(seg) = self.segments.get(&s) {
+                if seg.owner != c || seg.incarnation != inc || seg.size != size {
+                    return (Err(INVALID_PARAMS), None);
+                }
+            }
+        }
+        // Success: the signal (or a new incarnation), then the segments.
+        let ev = if self.clients[c].rec.is_none() {
+            self.create(c, now);
+            None
+        } else {
+            self.signal(c, now)
+        };
+        for &(s, size) in specs {
+            self.segments.entry(s).or_insert(Segment {
+                owner: c,
+                incarnation: inc,
+                size,
+            });
+        }
+        if remount {
+            self.clients[c].rec.as_mut().expect("just mounted").ready = true;
+        }
+        (Ok(()), ev)
+    }
+
+    /// MountLocalDiskSegment.
+    pub(crate) fn mount_local_disk(
+        &mut self,
+        c: usize,
+        capacity: u64,
+        now: u64,
+    ) -> (Result<(), &'static str>, Option<Ev>) {
+        if capacity == 0 {
+            return (Err(INVALID_PARAMS), None);
+        }
+        if self.clients[c].rec.as_ref().is_some_and(|r| r.state == State::Offline) {
+            return (Err(CLIENT_OFFBOARDING), None);
+        }
+        let ev = if self.clients[c].rec.is_none() {
+            self.create(c, now);
+            None
+        } else {
+            self.signal(c, now)
+        };
+        let rec = self.clients[c].rec.as_mut().expect("just mounted");
+        // An existing registration of this incarnation is the idempotent answer (capacity kept).
+        rec.local_disk.get_or_insert(capacity);
+        (Ok(()), ev)
+    }
+
+    /// Ping: `true` for `OK`, `false` for `NEED_REMOUNT`.
+    pub(crate) fn ping(&mut self, c: usize, now: u64) -> (bool, Option<Ev>) {
+        match &self.clients[c].rec {
+            None => (false, None),
+            Some(r) if r.state == State::Offline => (false, None),
+            Some(_) => {
+                let ev = self.signal(c, now);
+                (self.clients[c].rec.as_ref().expect("live").ready, ev)
+            }
+        }
+    }
+
+    /// Voluntary unmount (not a liveness signal).
+    pub(crate) fn unmount(&mut self, c: usize, s: usize) -> Result<(), &'static str> {
+        let seg = self.segments.get(&s).ok_or(SEGMENT_NOT_FOUND)?;
+        if seg.owner != c {
+            return Err(INVALID_PARAMS);
+        }
+        if self.owner_state(s) == Some(State::Offline) {
+            return Err(CLIENT_OFFBOARDING);
+        }
+        self.drop_replicas_on(s);
+        self.segments.remove(&s);
+        Ok(())
+    }
+
+    // ---- data path --------------------------------------------------------------------------
+
+    /// Objects a Put may evict: complete, every replica on an Active owner's segment.
+    fn evictable(&self, o: &Object) -> bool {
+        o.complete && o.replicas.iter().all(|s| self.owner_state(*s) == Some(State::Active))
+    }
+
+    /// LRU eviction until some serving segment can take `size` (only if one is big enough).
+    fn evict_for(&mut self, size: u64) -> bool {
+        let big_enough = self
+            .segments
+            .iter()
+            .any(|(s, seg)| seg.size >= size && self.owner_state(*s) == Some(State::Active));
+        if !big_enough {
+            return false;
+        }
+        let mut victims: Vec<(u64, usize)> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| self.evictable(o))
+            .map(|(k, o)| (o.touched, *k))
+            .collect();
+        victims.sort();
+        for (_, key) in victims {
+            self.objects.remove(&key);
+            if !self.allocatable(size).is_empty() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// PutStart, up to the choice of segments (evicts if it has to).
+    pub(crate) fn put_plan(&mut self, key: usize, size: u64, n: usize) -> PutPlan {
+        if size == 0 || n == 0 {
+            return PutPlan::Refused(INVALID_PARAMS);
+        }
+        if self.objects.contains_key(&key) {
+            return PutPlan::Refused(OBJECT_ALREADY_EXISTS);
+        }
+        let mut eligible = self.allocatable(size);
+        if eligible.is_empty() && self.evict_for(size) {
+            eligible = self.allocatable(size);
+        }
+        if eligible.is_empty() {
+            return PutPlan::Refused(NO_AVAILABLE_HANDLE);
+        }
+        let count = n.min(eligible.len());
+        PutPlan::Allocate { eligible, count }
+    }
+
+    /// PutStart, the choice made (validated by the caller against the plan).
+    pub(crate) fn put_commit(&mut self, key: usize, size: u64, chosen: &[usize]) {
+        self.objects.insert(
+            key,
+            Object {
+                size,
+                replicas: chosen.to_vec(),
+                complete: false,
+                touched: 0,
+            },
+        );
+        self.touch(key);
+    }
+
+    pub(crate) fn put_end(&mut self, key: usize) -> Result<(), &'static str> {
+        let o = self.objects.get_mut(&key).ok_or(OBJECT_NOT_FOUND)?;
+        if o.complete {
+            return Err(INVALID_PARAMS);
+        }
+        o.complete = true;
+        Ok(())
+    }
+
+    pub(crate) fn put_revoke(&mut self, key: usize) -> Result<(), &'static str> {
+        let o = self.objects.get(&key).ok_or(OBJECT_NOT_FOUND)?;
+        if o.complete {
+            return Err(INVALID_PARAMS);
+        }
+        self.objects.remove(&key);
+        Ok(())
+    }
+
+    /// Get: the segments of the replicas a reader may use (serving rule), in replica order.
+    pub(crate) fn get(&mut self, key: usize) -> Result<Vec<usize>, &'static str> {
+        let o = self.objects.get(&key).ok_or(OBJECT_NOT_FOUND)?;
+        let serving: Vec<usize> = o
+            .replicas
+            .iter()
+            .copied()
+            .filter(|s| o.complete && self.owner_state(*s) == Some(State::Active))
+            .collect();
+        if serving.is_empty() {
+            return Err(REPLICA_IS_NOT_READY);
+        }
+        self.touch(key);
+        Ok(serving)
+    }
+
+    pub(crate) fn remove(&mut self, key: usize) -> Result<(), &'static str> {
+        self.objects.remove(&key).map(|_| ()).ok_or(OBJECT_NOT_FOUND)
+    }
+
+    pub(crate) fn fail_step(&mut self, step: usize, times: u32) {
+        self.faults[step] += times;
+    }
+
+    // ---- the monitor and offboarding --------------------------------------------------------
+
+    /// The liveness transitions of the tick at `now`, by client (the timing rule).
+    pub(crate) fn tick_transitions(&mut self, now: u64) -> Vec<Ev> {
+        let cfg = self.cfg;
+        let mut out = Vec::new();
+        for (c, client) in self.clients.iter_mut().enumerate() {
+            let Some(rec) = client.rec.as_mut() else { continue };
+            let from = rec.state;
+            match rec.state {
+                State::Active if now - rec.last_signal >= cfg.active_ttl_ms => {
+                    rec.state = State::Suspected;
+                    rec.suspected_at = now;
+                }
+                State::Suspected if now - rec.suspected_at >= cfg.suspicion_ttl_ms => {
+                    rec.state = State::Offline;
+                    rec.job = Some(Job {
+                        attempts: 0,
+                        done: [false; 5],
+                        due: now,
+                        fresh: true,
+                        refund: 0,
+                        unmounted: Vec::new(),
+                    });
+                }
+                _ => continue,
+            }
+            out.push(Ev::Transition {
+                at: now,
+                client: c,
+                incarnation: rec.incarnation,
+                from,
+                to: rec.state,
+            });
+        }
+        out
+    }
+
+    /// Clients whose job runs at the tick at `now` (due retries and fresh jobs), by client.
+    pub(crate) fn due_jobs(&self, now: u64) -> Vec<usize> {
+        (0..CLIENTS)
+            .filter(|c| {
+                self.clients[*c]
+                    .rec
+                    .as_ref()
+                    .and_then(|r| r.job.as_ref())
+                    .is_some_and(|j| j.due <= now)
+            })
+            .collect()
+    }
+
+    /// One attempt of client `c`'s job at `now`: the steps not done yet, in order; an injected
+    /// failure stops it (retry after the backoff); success erases the record.
+    pub(crate) fn attempt(&mut self, c: usize, now: u64) -> Ev {
+        let cfg = self.cfg;
+        let rec = self.clients[c].rec.as_ref().expect("job of a live record");
+        let (inc, mut job) = (rec.incarnation, rec.job.clone().expect("job of an Offline record"));
+        job.attempts += 1;
+        job.fresh = false;
+        let mine: Vec<usize> = self
+            .segments
+            .iter()
+            .filter(|(_, seg)| seg.owner == c && seg.incarnation == inc)
+            .map(|(s, _)| *s)
+            .collect();
+        for step in 0..5 {
+            if job.done[step] {
+                continue;
+            }
+            if self.faults[step] > 0 {
+                self.faults[step] -= 1;
+                job.due = now + backoff(job.attempts, cfg.retry_backoff_ms, cfg.retry_max_backoff_ms);
+                let attempt = job.attempts;
+                self.clients[c].rec.as_mut().expect("live").job = Some(job);
+                return Ev::Retry {
+                    at: now,
+                    client: c,
+                    incarnation: inc,
+                    step,
+                    attempt,
+                };
+            }
+            match step {
+                0 => {
+                    for s in &mine {
+                        job.refund += self.drop_replicas_on(*s);
+                    }
+                }
+                1 => {
+                    for s in &mine {
+                        self.segments.remove(s);
+                        job.unmounted.push(*s);
+                    }
+                }
+                2 => self.clients[c].rec.as_mut().expect("live").local_disk = None,
+                3 => job.refund = 0,
+                _ => job.unmounted.clear(),
+            }
+            job.done[step] = true;
+        }
+        let client = &mut self.clients[c];
+        client.last_incarnation = inc;
+        client.rec = None;
+        Ev::Offboarded {
+            at: now,
+            client: c,
+            incarnation: inc,
+            attempts: job.attempts,
+        }
+    }
+
+    /// Failover at `now` from a snapshot taken now: every retained incarnation is Active with a
+    /// fresh active TTL and not ready; pending jobs resume (at the next tick) with their
+    /// progress; injected failures are not part of a snapshot.
+    pub(crate) fn failover(&mut self, now: u64) {
+        self.faults = [0; 5];
+        for client in &mut self.clients {
+            let Some(rec) = client.rec.as_mut() else { continue };
+            rec.ready = false;
+            match rec.job.as_mut() {
+                Some(job) => job.due = now,
+                None => {
+                    rec.state = State::Active;
+                    rec.last_signal = now;
+                }
+            }
+        }
+    }
+}
