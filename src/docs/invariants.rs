@@ -28,6 +28,11 @@
 //! | 20 | NoF keeps its own health model | `master_paths::nof_segments_follow_their_probes_not_client_liveness` | — | — |
 //! | 21 | determinism | `sim::demo::tests::demo_tells_the_story`, `cli_config::simulate_runs_and_is_deterministic`, `master_paths::with_every_owner_active_liveness_changes_no_result`, `sim_replay` (byte-identical replays) | — | — |
 //!
+//! Across the table: the `differential` fuzz target (`src/fuzzing/differential.rs`) runs the
+//! real master against a sequential model of the contract and asserts invariants 1, 2, 3, 4,
+//! 6, 7, 9, 13, 14, 15, 16, 17 and 21 after every step; `tests/differential_threads.rs` checks
+//! 1, 7 and 15 under real threads.
+//!
 //! Not model-checked, and why: 2/3/11/17/20 are sequential properties of one pure function or
 //! of the single-owner master, fully covered by deterministic tests and the fuzz body; 19's
 //! exclusion comes from the master's `&mut self` (a snapshot cannot interleave a step batch),
