@@ -794,6 +794,17 @@ impl Checker {
                 (Answer::Done(r), e)
             }
             Cmd::Put { k, size, n } => {
+                // Invariant 10 first, on the master's own answer (eviction never changes owners).
+                if let Answer::Replicas(Ok(descs)) = answer {
+                    for d in descs {
+                        assert_eq!(
+                            md.owner_state(segment_index(&d.segment)),
+                            Some(State::Active),
+                            "invariant 10: Put {cmd:?} at {now} allocated on {} whose owner is not Active",
+                            d.segment
+                        );
+                    }
+                }
                 let plan = md.put_plan(*k, *size, *n);
                 match (&plan, answer) {
                     (PutPlan::Refused(code), Answer::Replicas(Err(got))) => {
@@ -802,12 +813,6 @@ impl Checker {
                     (PutPlan::Allocate { eligible, count }, Answer::Replicas(Ok(descs))) => {
                         let chosen: Vec<usize> = descs.iter().map(|d| segment_index(&d.segment)).collect();
                         for (d, s) in descs.iter().zip(&chosen) {
-                            assert_eq!(
-                                md.owner_state(*s),
-                                Some(State::Active),
-                                "invariant 10: Put {cmd:?} allocated on {} whose owner is not Active",
-                                d.segment
-                            );
                             let owner = md.segments[s].owner;
                             assert_eq!(
                                 d.client, CLIENT_NAMES[owner],
