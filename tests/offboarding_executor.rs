@@ -142,3 +142,50 @@ fn shutdown_with_10_000_queued_jobs_completes_or_returns_every_one() {
     }
     assert_eq!(live.registry().len(), left.len());
 }
+
+/// Steps that always fail: every job ends up parked in the retry table.
+struct AlwaysFails;
+
+impl SharedSteps for AlwaysFails {
+    fn run_step(&self, step: Step, _job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        Err(CleanupError::new(step, "permanent failure"))
+    }
+}
+
+#[test]
+fn shutdown_hands_back_jobs_waiting_for_a_retry() {
+    let clock = Arc::new(ManualClock::new(0));
+    let live = Arc::new(Liveness::new(clock.clone() as Arc<dyn Clock>, config()));
+    let mut monitor = Monitor::new(&live);
+    for id in 0..3u128 {
+        assert!(matches!(
+            live.mount(ClientId(id), None, |_| Ok::<(), ()>(())),
+            MountOutcome::Mounted { .. }
+        ));
+    }
+    let mut jobs = Vec::new();
+    for t in (100..=30_000).step_by(100) {
+        clock.set_ms(t);
+        jobs.extend(monitor.tick(&live).jobs);
+    }
+    assert_eq!(jobs.len(), 3);
+    let exec = Executor::spawn(
+        Arc::new(AlwaysFails),
+        live.clone(),
+        ExecutorConfig::from_config(&config()),
+        |_| panic!("a failing job completed"),
+    )
+    .unwrap();
+    for job in jobs {
+        exec.submit(job).unwrap();
+    }
+    // The manual clock never reaches the retry time: all three wait in the retry table.
+    let started = Instant::now();
+    while exec.retrying() < 3 {
+        assert!(started.elapsed() < Duration::from_secs(30), "jobs never parked");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let left = exec.shutdown(Duration::from_millis(50));
+    assert_eq!(left.len(), 3, "jobs waiting for a retry were dropped at shutdown");
+    assert!(left.iter().all(|j| j.attempts() == 1 && j.last_error().is_some()));
+}

@@ -31,10 +31,9 @@
 //!   model's: diagnostic query, segment table (owner incarnation, size, usage, keys), objects
 //!   (replicas in order, completion), pending jobs (attempts, steps done, next attempt), stats.
 //!
-//! The model follows the contract where the master is known to deviate from it (known bug 1 in
-//! [`hits_known_bug`]): such an input fails, and its minimized form is a seed, until the master
-//! is fixed. To explore past a known bug, run with `MOONCAKE_DIFFERENTIAL_SKIP_KNOWN_BUGS=1`:
-//! operations that would hit it are then skipped on both sides.
+//! The model follows the contract, not the implementation: where they differed, the fuzz
+//! target failed and the minimized input became a seed (`bug1_*`: a segment name unmounted by a
+//! still-pending offboarding job could be mounted by another client; fixed in the master).
 //!
 //! A finding reads best through [`differential_explain`], which prints the decoded configuration
 //! and operations with their virtual times.
@@ -207,8 +206,8 @@ fn decode(data: &[u8]) -> Option<(LivenessConfig, Vec<Cmd>)> {
 /// step; then the same input on a second master must produce the same answers and events.
 pub fn differential(data: &[u8]) {
     let Some((config, cmds)) = decode(data) else { return };
-    let (first, skipped) = run(&config, &cmds, None);
-    let (second, _) = run(&config, &cmds, Some(&skipped));
+    let first = run(&config, &cmds, true);
+    let second = run(&config, &cmds, false);
     if first != second {
         let at = first
             .iter()
@@ -316,15 +315,12 @@ impl Real {
     }
 }
 
-/// Runs `cmds` on a fresh master. Without `replay`, also on the model, comparing everything,
-/// and returns which operations it skipped (known bugs); with `replay` (those skips), on the
-/// master alone. Returns the log of answers and events.
-fn run(config: &LivenessConfig, cmds: &[Cmd], replay: Option<&[bool]>) -> (Vec<Logged>, Vec<bool>) {
+/// Runs `cmds` on a fresh master; with `check`, also on the model, comparing everything.
+fn run(config: &LivenessConfig, cmds: &[Cmd], check: bool) -> Vec<Logged> {
     let mut real = Real::new(config);
-    let mut checker = replay.is_none().then(|| Checker::new(config));
+    let mut checker = check.then(|| Checker::new(config));
     let mut log = Vec::new();
-    let mut skipped = vec![false; cmds.len()];
-    for (i, cmd) in cmds.iter().enumerate() {
+    for cmd in cmds {
         if let Cmd::Advance(dt) = cmd {
             let t = real.now() + dt;
             if t > MAX_TIME_MS {
@@ -352,14 +348,6 @@ fn run(config: &LivenessConfig, cmds: &[Cmd], replay: Option<&[bool]>) -> (Vec<L
             continue;
         }
         let now = real.now();
-        let skip = match replay {
-            Some(skips) => skips[i],
-            None => skip_known_bugs() && hits_known_bug(cmd, checker.as_ref()),
-        };
-        if skip {
-            skipped[i] = true;
-            continue;
-        }
         let answer = real.apply(cmd);
         let events = real.m.take_events();
         if let Some(ch) = checker.as_mut() {
@@ -378,29 +366,7 @@ fn run(config: &LivenessConfig, cmds: &[Cmd], replay: Option<&[bool]>) -> (Vec<L
         ch.compare_query(&real.m, &When::End);
     }
     log.push(Logged::Final(registry_rows(&real.m)));
-    (log, skipped)
-}
-
-/// `MOONCAKE_DIFFERENTIAL_SKIP_KNOWN_BUGS` set (to anything): operations that would hit a known,
-/// reported library bug are skipped on both sides, so a campaign can explore past it. Unset (the
-/// default, and what `tests/fuzz_smoke.rs` does), they are checked like everything else.
-fn skip_known_bugs() -> bool {
-    static SKIP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SKIP.get_or_init(|| std::env::var_os("MOONCAKE_DIFFERENTIAL_SKIP_KNOWN_BUGS").is_some())
-}
-
-/// Known library bug 1: after an offboarding job's `segments` step completed and a later step
-/// failed, the unmounted names are free again while the job is still pending: another client
-/// may mount them (trace-format.md says it must be refused), and the job's
-/// `external_metadata` step later deletes the new owner's entry.
-fn hits_known_bug(cmd: &Cmd, checker: Option<&Checker>) -> bool {
-    let Some(ch) = checker else { return false };
-    let held = |s: &usize| ch.model.held_by_pending_job(*s).is_some();
-    match cmd {
-        Cmd::Mount { s, .. } => held(s),
-        Cmd::Remount { specs, .. } => specs.iter().any(|(s, _)| held(s)),
-        _ => false,
-    }
+    log
 }
 
 fn client_index(name: &str) -> usize {
@@ -749,7 +715,7 @@ impl Checker {
                     answer != &Answer::Done(Ok(())),
                     "{cmd:?} at {now}: segment {} is still held by {}, whose offboarding is pending (its `segments` step \
                      unmounted it, a later step failed); trace-format.md: a name held by a client Offline with \
-                     offboarding pending is refused, free only after offboarding (known bug 1)",
+                     offboarding pending is refused, free only after offboarding (bug 1)",
                     SEGMENT_NAMES[*s],
                     CLIENT_NAMES[holder]
                 );
@@ -878,6 +844,18 @@ impl Checker {
             }
         };
         assert_eq!(answer, &want, "answer to {cmd:?} at {now}");
+        // Invariant 6: a refused mount is not a liveness signal and creates no record.
+        if let (Cmd::Mount { c, .. } | Cmd::Remount { c, .. } | Cmd::MountLocalDisk { c, .. }, Answer::Done(Err(_))) =
+            (cmd, answer)
+        {
+            let got = registry_rows(m).into_iter().find(|r| r.0 == *c).map(|r| (r.1, r.2));
+            let want = self.model.clients[*c].rec.as_ref().map(|r| (r.incarnation, r.state));
+            assert_eq!(
+                got, want,
+                "invariant 6: {cmd:?} at {now} failed but changed {}'s (incarnation, state)",
+                CLIENT_NAMES[*c]
+            );
+        }
         assert_eq!(
             evs,
             want_ev.into_iter().collect::<Vec<_>>(),
