@@ -90,6 +90,27 @@ fn async_mode_offboards_like_sync_mode_with_retries() {
     assert!(!m.external_metadata().contains("sb"));
 }
 
+/// `n` clients mounted on a liveness core, left silent until each is committed Offline: their
+/// `n` jobs, and the core (the manual clock stays at 30 s, short of any retry).
+fn offline_jobs(n: u128) -> (Arc<Liveness>, Vec<ClientOffboardingJob>) {
+    let clock = Arc::new(ManualClock::new(0));
+    let live = Arc::new(Liveness::new(clock.clone() as Arc<dyn Clock>, config()));
+    let mut monitor = Monitor::new(&live);
+    for id in 0..n {
+        assert!(matches!(
+            live.mount(ClientId(id), None, |_| Ok::<(), ()>(())),
+            MountOutcome::Mounted { .. }
+        ));
+    }
+    let mut jobs = Vec::new();
+    for t in (100..=30_000).step_by(100) {
+        clock.set_ms(t);
+        jobs.extend(monitor.tick(&live).jobs);
+    }
+    assert_eq!(jobs.len() as u128, n);
+    (live, jobs)
+}
+
 /// Steps that take a little time, so a shutdown finds work left.
 struct Slow(AtomicUsize);
 
@@ -103,21 +124,7 @@ impl SharedSteps for Slow {
 
 #[test]
 fn shutdown_with_10_000_queued_jobs_completes_or_returns_every_one() {
-    let clock = Arc::new(ManualClock::new(0));
-    let live = Arc::new(Liveness::new(clock.clone() as Arc<dyn Clock>, config()));
-    let mut monitor = Monitor::new(&live);
-    for id in 0..10_000u128 {
-        assert!(matches!(
-            live.mount(ClientId(id), None, |_| Ok::<(), ()>(())),
-            MountOutcome::Mounted { .. }
-        ));
-    }
-    let mut jobs = Vec::new();
-    for t in (100..=30_000).step_by(100) {
-        clock.set_ms(t);
-        jobs.extend(monitor.tick(&live).jobs);
-    }
-    assert_eq!(jobs.len(), 10_000);
+    let (live, jobs) = offline_jobs(10_000);
     let completed = Arc::new(AtomicUsize::new(0));
     let counter = completed.clone();
     let cfg = ExecutorConfig {
@@ -154,21 +161,7 @@ impl SharedSteps for AlwaysFails {
 
 #[test]
 fn shutdown_hands_back_jobs_waiting_for_a_retry() {
-    let clock = Arc::new(ManualClock::new(0));
-    let live = Arc::new(Liveness::new(clock.clone() as Arc<dyn Clock>, config()));
-    let mut monitor = Monitor::new(&live);
-    for id in 0..3u128 {
-        assert!(matches!(
-            live.mount(ClientId(id), None, |_| Ok::<(), ()>(())),
-            MountOutcome::Mounted { .. }
-        ));
-    }
-    let mut jobs = Vec::new();
-    for t in (100..=30_000).step_by(100) {
-        clock.set_ms(t);
-        jobs.extend(monitor.tick(&live).jobs);
-    }
-    assert_eq!(jobs.len(), 3);
+    let (live, jobs) = offline_jobs(3);
     let exec = Executor::spawn(
         Arc::new(AlwaysFails),
         live.clone(),
