@@ -284,6 +284,7 @@ fn with_every_owner_active_liveness_changes_no_result() {
             seam_disabled,
             strategy: mooncake_liveness::master::AllocationStrategy::Random,
             seed: 42,
+            ..MasterOptions::default()
         });
         let mut out = Vec::new();
         for i in 0..5 {

@@ -239,6 +239,15 @@ enum Logged {
     Final(Vec<ClientRow>),
 }
 
+/// The master's options: two registry shards, so the model's four clients share shards and
+/// building a master per input costs microseconds, not the default 1024 shards' allocations.
+fn options() -> MasterOptions {
+    MasterOptions {
+        registry_shards: 2,
+        ..MasterOptions::default()
+    }
+}
+
 /// The reference master on its manual clock.
 struct Real {
     clock: Arc<ManualClock>,
@@ -251,11 +260,7 @@ struct Real {
 impl Real {
     fn new(config: &LivenessConfig) -> Self {
         let clock = Arc::new(ManualClock::new(0));
-        let m = Master::new(
-            clock.clone() as Arc<dyn Clock>,
-            config.clone(),
-            MasterOptions::default(),
-        );
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config.clone(), options());
         let tick_ms = m.monitor().tick_ms();
         Self {
             clock,
@@ -275,7 +280,7 @@ impl Real {
         let snap =
             Snapshot::decode(&bytes).unwrap_or_else(|e| panic!("invariant 19: own snapshot does not decode: {e}"));
         let clock = self.clock.clone() as Arc<dyn Clock>;
-        self.m = Master::restore(clock, self.config.clone(), MasterOptions::default(), &snap)
+        self.m = Master::restore(clock, self.config.clone(), options(), &snap)
             .unwrap_or_else(|e| panic!("invariant 19: own snapshot does not restore: {e}"));
     }
 
@@ -490,16 +495,9 @@ impl std::fmt::Display for When<'_> {
 /// One client as the diagnostic query shows it.
 type ClientRow = (usize, u64, State, bool, bool, usize, usize, bool);
 
-/// The master's ids of the harness's clients (ids are interned in order of first use).
+/// The master's ids of the harness's clients (`None` until a client is first named).
 fn client_ids(m: &Master) -> [Option<ClientId>; CLIENTS] {
-    let mut out = [None; CLIENTS];
-    for raw in 1..=CLIENTS as u128 {
-        let id = ClientId(raw);
-        if let Some(c) = CLIENT_NAMES.iter().position(|n| *n == m.client_name(id)) {
-            out[c] = Some(id);
-        }
-    }
-    out
+    CLIENT_NAMES.map(|n| m.known_client_id(n))
 }
 
 impl Checker {

@@ -22,7 +22,7 @@ pub mod registry;
 pub mod word;
 
 pub use record::{Applied, ClientLivenessRecord};
-pub use registry::{Registry, Slot};
+pub use registry::{Registry, Slot, DEFAULT_SHARDS};
 pub use word::{Change, LivenessState, Seq, Ttls, Word};
 
 use crate::clock::{Clock, LivenessClock};

@@ -36,7 +36,7 @@ pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, Incarnation, Liveness, Transition};
+use crate::liveness::{ClientId, Incarnation, Liveness, Registry, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
 use crate::sync::{Arc, CellArc};
 use crate::telemetry::{self, Stats};
@@ -185,6 +185,10 @@ pub struct MasterOptions {
     /// Turn the seam off: owners are treated as Active everywhere (benchmarks and the
     /// "liveness changes nothing when everyone is Active" test only).
     pub seam_disabled: bool,
+    /// Shards of the liveness registry (rounded up to a power of two, at least 1). The default
+    /// suits a fleet of thousands; a master of a handful of clients (the differential fuzz
+    /// target builds several per input) can take a few.
+    pub registry_shards: usize,
 }
 
 impl Default for MasterOptions {
@@ -193,6 +197,7 @@ impl Default for MasterOptions {
             strategy: AllocationStrategy::FreeRatioFirst,
             seed: 0,
             seam_disabled: false,
+            registry_shards: crate::liveness::DEFAULT_SHARDS,
         }
     }
 }
@@ -231,7 +236,8 @@ impl Master {
     }
 
     fn build(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
-        let live = Arc::new(Liveness::new(clock, config));
+        let registry = Registry::with_shards(options.registry_shards);
+        let live = Arc::new(Liveness::with_registry(clock, config, registry));
         let monitor = Monitor::new(&live);
         Self {
             rng: ChaCha8Rng::seed_from_u64(options.seed),
@@ -309,6 +315,11 @@ impl Master {
         self.names.insert(name.to_string(), id);
         self.ids.insert(id, name.to_string());
         id
+    }
+
+    /// The id of client `name` if it was ever interned (a read-only [`Master::client_id`]).
+    pub fn known_client_id(&self, name: &str) -> Option<ClientId> {
+        self.names.get(name).copied()
     }
 
     /// The name of client `id`.

@@ -135,7 +135,7 @@ impl<'a> Sim<'a> {
         let options = MasterOptions {
             strategy: AllocationStrategy::Random,
             seed,
-            seam_disabled: false,
+            ..MasterOptions::default()
         };
         let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
         // The simulator's executor is its virtual clock: jobs run at the tick.
