@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{model_covering, Gate};
+use common::{model_covering, race_producers, Gate};
 use loom::thread;
 use mooncake_liveness::offboarding::queue::{channel, PushError};
 
@@ -40,25 +40,12 @@ fn consumer_close_vs_push() {
     let expected = ["accepted 0", "accepted 1", "accepted 2"];
     model_covering("consumer_close_vs_push", &expected, |seen| {
         let (producer, mut consumer) = channel::<u32>(4);
-        let gate = Gate::new();
-        let producers: Vec<_> = [1u32, 2]
-            .into_iter()
-            .map(|job| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    push_all(&producer, &[job])
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [1u32, 2], |producer, job| push_all(producer, &[job]));
         assert!(consumer.close(), "only the consumer closes here");
         let mut got: Vec<u32> = consumer.pop().into_iter().collect();
 
         let (mut accepted, mut refused) = (Vec::new(), Vec::new());
-        for p in producers {
-            let (a, r) = p.join().unwrap();
+        for (a, r) in producers.join() {
             accepted.extend(a);
             refused.extend(r);
         }

@@ -14,9 +14,8 @@
 
 mod common;
 
-use common::{model_covering, Gate};
+use common::{model_covering, race_producers};
 use loom::alloc::Track;
-use loom::thread;
 use mooncake_liveness::offboarding::queue::{channel, PushError};
 
 const WAITED: &str = "waited for a link";
@@ -27,28 +26,18 @@ fn enqueue_vs_shutdown_drain() {
     let expected = ["drained 0", "drained 1", "drained 2", "drained 3", "drained 4", WAITED];
     model_covering("enqueue_vs_shutdown_drain", &expected, |seen| {
         let (producer, mut consumer) = channel::<Track<u32>>(4);
-        let gate = Gate::new();
-        let producers: Vec<_> = [10u32, 20]
-            .into_iter()
-            .map(|base| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    let mut accepted = Vec::new();
-                    for job in [base, base + 1] {
-                        match producer.push(Track::new(job)) {
-                            Ok(()) => accepted.push(job),
-                            // Dropped here: handed back, not leaked.
-                            Err(PushError::Closed(back)) => assert_eq!(*back.get_ref(), job),
-                            Err(e) => panic!("unexpected {e:?}"),
-                        }
-                    }
-                    accepted
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [10u32, 20], |producer, base| {
+            let mut accepted = Vec::new();
+            for job in [base, base + 1] {
+                match producer.push(Track::new(job)) {
+                    Ok(()) => accepted.push(job),
+                    // Dropped here: handed back, not leaked.
+                    Err(PushError::Closed(back)) => assert_eq!(*back.get_ref(), job),
+                    Err(e) => panic!("unexpected {e:?}"),
+                }
+            }
+            accepted
+        });
 
         let mut out = Vec::new();
         let mut waits = 0;
@@ -66,8 +55,7 @@ fn enqueue_vs_shutdown_drain() {
         assert!(consumer.pop().is_none() && consumer.is_empty());
 
         let drained: Vec<u32> = out.iter().map(|t| *t.get_ref()).collect();
-        for (p, base) in producers.into_iter().zip([10u32, 20]) {
-            let accepted = p.join().unwrap();
+        for (accepted, base) in producers.join().into_iter().zip([10u32, 20]) {
             assert!(
                 accepted.len() != 1 || accepted == [base],
                 "a push succeeded after a refusal"
@@ -86,29 +74,19 @@ fn consumer_drop_vs_push() {
     let expected = ["accepted 0", "accepted 1", "accepted 2"];
     model_covering("consumer_drop_vs_push", &expected, |seen| {
         let (producer, mut consumer) = channel::<Track<u32>>(4);
-        let gate = Gate::new();
-        let producers: Vec<_> = [1u32, 2]
-            .into_iter()
-            .map(|job| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    match producer.push(Track::new(job)) {
-                        Ok(()) => 1,
-                        Err(e) => {
-                            assert!(e.is_closed(), "{e:?}");
-                            0
-                        }
-                    }
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [1u32, 2], |producer, job| {
+            match producer.push(Track::new(job)) {
+                Ok(()) => 1,
+                Err(e) => {
+                    assert!(e.is_closed(), "{e:?}");
+                    0
+                }
+            }
+        });
         let popped = consumer.pop();
         drop(consumer);
         drop(popped);
-        let accepted: usize = producers.into_iter().map(|p| p.join().unwrap()).sum();
+        let accepted: usize = producers.join().into_iter().sum();
         seen.saw(format!("accepted {accepted}"));
     });
 }

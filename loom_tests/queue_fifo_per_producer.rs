@@ -12,8 +12,7 @@
 
 mod common;
 
-use common::{model_covering, Gate};
-use loom::thread;
+use common::{model_covering, race_producers};
 use mooncake_liveness::offboarding::queue::channel;
 
 #[test]
@@ -21,20 +20,10 @@ fn fifo_per_producer() {
     let expected = ["batch 0", "batch 1", "batch 2+", "interleaved"];
     model_covering("fifo_per_producer", &expected, |seen| {
         let (producer, mut consumer) = channel::<(u8, u8)>(4);
-        let gate = Gate::new();
-        let producers: Vec<_> = [0u8, 1]
-            .into_iter()
-            .map(|id| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    producer.push((id, 0)).unwrap();
-                    producer.push((id, 1)).unwrap();
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [0u8, 1], |producer, id| {
+            producer.push((id, 0)).unwrap();
+            producer.push((id, 1)).unwrap();
+        });
 
         let mut got = Vec::new();
         let n = consumer.pop_batch(usize::MAX, &mut got);
@@ -42,9 +31,7 @@ fn fifo_per_producer() {
             0 | 1 => format!("batch {n}"),
             _ => "batch 2+".to_string(),
         });
-        for p in producers {
-            p.join().unwrap();
-        }
+        producers.join();
         consumer.pop_batch(usize::MAX, &mut got);
         assert_eq!(got.len(), 4, "no loss, no duplicate: {got:?}");
         for id in [0, 1] {

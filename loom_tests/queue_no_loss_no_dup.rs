@@ -14,12 +14,22 @@
 
 mod common;
 
-use common::{model_covering, Gate};
-use loom::thread;
-use mooncake_liveness::offboarding::queue::{channel, PushError};
+use common::{model_covering, race_producers};
+use mooncake_liveness::offboarding::queue::{channel, Consumer, PushError};
 
 const IN_FLIGHT: &str = "saw in-flight";
 const WAITED_FOR_LINK: &str = "snoozed for a link";
+
+/// Once the producers are joined (every push has linked its node, so plain pops see everything):
+/// pops what is left into `got`, which must then hold each of the jobs 1 and 2 exactly once
+/// (`what` names the check in the failure message).
+fn pop_rest_and_check(consumer: &mut Consumer<u32>, mut got: Vec<u32>, what: &str) {
+    while let Some(job) = consumer.pop() {
+        got.push(job);
+    }
+    got.sort_unstable();
+    assert_eq!(got, [1, 2], "{what}");
+}
 
 /// Two producers push one job each while the consumer pops twice.
 #[test]
@@ -27,19 +37,7 @@ fn push_push_vs_pop() {
     let expected = ["popped 0", "popped 1", "popped 2", IN_FLIGHT];
     model_covering("push_push_vs_pop", &expected, |seen| {
         let (producer, mut consumer) = channel::<u32>(4);
-        let gate = Gate::new();
-        let producers: Vec<_> = [1, 2]
-            .into_iter()
-            .map(|job| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    producer.push(job).unwrap();
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [1, 2], |producer, job| producer.push(job).unwrap());
 
         let mut got = Vec::new();
         for _ in 0..2 {
@@ -50,15 +48,8 @@ fn push_push_vs_pop() {
             }
         }
         seen.saw(format!("popped {}", got.len()));
-        for p in producers {
-            p.join().unwrap();
-        }
-        // Every push has linked its node: plain pops see everything now.
-        while let Some(job) = consumer.pop() {
-            got.push(job);
-        }
-        got.sort_unstable();
-        assert_eq!(got, [1, 2], "no loss, no duplicate");
+        producers.join();
+        pop_rest_and_check(&mut consumer, got, "no loss, no duplicate");
         assert!(consumer.is_empty(), "len {}", consumer.len());
     });
 }
@@ -70,35 +61,19 @@ fn full_vs_pop() {
     let expected = ["refused 0", "refused 1"];
     model_covering("full_vs_pop", &expected, |seen| {
         let (producer, mut consumer) = channel::<u32>(1);
-        let gate = Gate::new();
-        let producers: Vec<_> = [1, 2]
-            .into_iter()
-            .map(|job| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    match producer.push(job) {
-                        Ok(()) => None,
-                        Err(PushError::Full(back)) => {
-                            assert_eq!(back, job, "the refused job itself comes back");
-                            Some(back)
-                        }
-                        Err(e) => panic!("unexpected {e:?}"),
-                    }
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [1, 2], |producer, job| match producer.push(job) {
+            Ok(()) => None,
+            Err(PushError::Full(back)) => {
+                assert_eq!(back, job, "the refused job itself comes back");
+                Some(back)
+            }
+            Err(e) => panic!("unexpected {e:?}"),
+        });
         let mut got: Vec<u32> = consumer.pop().into_iter().collect();
-        let refused: Vec<u32> = producers.into_iter().filter_map(|p| p.join().unwrap()).collect();
+        let refused: Vec<u32> = producers.join().into_iter().flatten().collect();
         seen.saw(format!("refused {}", refused.len()));
-        while let Some(job) = consumer.pop() {
-            got.push(job);
-        }
         got.extend(&refused);
-        got.sort_unstable();
-        assert_eq!(got, [1, 2], "every job popped or handed back, once");
+        pop_rest_and_check(&mut consumer, got, "every job popped or handed back, once");
     });
 }
 
@@ -109,19 +84,7 @@ fn pop_wait_vs_push() {
     let expected = ["waited 0", "waited 1", "waited 2", WAITED_FOR_LINK];
     model_covering("pop_wait_vs_push", &expected, |seen| {
         let (producer, mut consumer) = channel::<u32>(4);
-        let gate = Gate::new();
-        let producers: Vec<_> = [1, 2]
-            .into_iter()
-            .map(|job| {
-                let (producer, gate) = (producer.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    producer.push(job).unwrap();
-                })
-            })
-            .collect();
-        drop(producer);
-        gate.pass();
+        let producers = race_producers(producer, [1, 2], |producer, job| producer.push(job).unwrap());
 
         let mut got = Vec::new();
         for _ in 0..2 {
@@ -140,13 +103,7 @@ fn pop_wait_vs_push() {
             got.extend(job);
         }
         seen.saw(format!("waited {}", got.len()));
-        for p in producers {
-            p.join().unwrap();
-        }
-        while let Some(job) = consumer.pop() {
-            got.push(job);
-        }
-        got.sort_unstable();
-        assert_eq!(got, [1, 2], "no loss, no duplicate");
+        producers.join();
+        pop_rest_and_check(&mut consumer, got, "no loss, no duplicate");
     });
 }

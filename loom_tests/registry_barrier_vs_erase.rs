@@ -27,7 +27,7 @@ mod common;
 
 use common::{complete, model_covering, Gate, Master, ACTIVE_TTL_MS, CLIENT};
 use loom::sync::{Arc, Mutex};
-use loom::thread;
+use loom::thread::{self, JoinHandle};
 use mooncake_liveness::liveness::{LostReason, Slot, Word};
 use mooncake_liveness::{ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, PingStatus};
 
@@ -38,6 +38,48 @@ const INCARNATION_2: &str = "incarnation 2";
 
 fn mount_ok(master: &Master) -> Outcome {
     master.liveness.mount(CLIENT, None, |_| Ok(()))
+}
+
+/// Incarnation 1 of [`CLIENT`] taken Offline, and a racing thread (behind `gate`) completing its
+/// offboarding job: the common start of the barrier models, which add their own racers and then
+/// call [`Offboarding::mount`].
+struct Offboarding {
+    master: Master,
+    /// Incarnation 1's record.
+    old: Arc<ClientLivenessRecord>,
+    gate: Arc<Gate>,
+    /// Completes the job; answers whether its compare-and-erase removed `old`.
+    offboarding: JoinHandle<bool>,
+}
+
+impl Offboarding {
+    /// Takes incarnation 1 Offline and spawns the thread completing its job.
+    fn start() -> Self {
+        let mut master = Master::new();
+        let job = master.offline(CLIENT);
+        let old = job.record().clone();
+        let gate = Gate::new();
+
+        let offboarding = {
+            let (liveness, gate) = (master.liveness.clone(), gate.clone());
+            thread::spawn(move || {
+                gate.pass();
+                complete(liveness.registry(), job)
+            })
+        };
+        Self {
+            master,
+            old,
+            gate,
+            offboarding,
+        }
+    }
+
+    /// Passes the gate and mounts [`CLIENT`] on the calling thread (the new incarnation's mount).
+    fn mount(&self) -> Outcome {
+        self.gate.pass();
+        mount_ok(&self.master)
+    }
 }
 
 /// Checks the mount outcome against the registry after the erase of incarnation 1; returns the
@@ -74,24 +116,12 @@ fn check_barrier(master: &Master, old: &Arc<ClientLivenessRecord>, outcome: &Out
 #[test]
 fn mount_vs_complete_offboarding() {
     model_covering("mount_vs_complete_offboarding", &[BARRIER, INCARNATION_2], |seen| {
-        let mut master = Master::new();
-        let job = master.offline(CLIENT);
-        let old = job.record().clone();
-        let gate = Gate::new();
-
-        let offboarding = {
-            let (liveness, gate) = (master.liveness.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                complete(liveness.registry(), job)
-            })
-        };
-        gate.pass();
-        let outcome = mount_ok(&master);
-        let erased = offboarding.join().unwrap();
+        let race = Offboarding::start();
+        let outcome = race.mount();
+        let erased = race.offboarding.join().unwrap();
 
         assert!(erased, "the job's compare-and-erase failed");
-        seen.saw(check_barrier(&master, &old, &outcome));
+        seen.saw(check_barrier(&race.master, &race.old, &outcome));
     });
 }
 
@@ -104,35 +134,23 @@ fn stale_erase_vs_new_incarnation() {
         "retry erased, incarnation 2",
     ];
     model_covering("stale_erase_vs_new_incarnation", &expected, |seen| {
-        let mut master = Master::new();
-        let job = master.offline(CLIENT);
-        let old = job.record().clone();
-        let gate = Gate::new();
-
-        let offboarding = {
-            let (liveness, gate) = (master.liveness.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                complete(liveness.registry(), job)
-            })
-        };
+        let race = Offboarding::start();
         let stale_retry = {
-            let (liveness, gate, old) = (master.liveness.clone(), gate.clone(), old.clone());
+            let (liveness, gate, old) = (race.master.liveness.clone(), race.gate.clone(), race.old.clone());
             thread::spawn(move || {
                 gate.pass();
                 liveness.registry().compare_and_erase(&old)
             })
         };
-        gate.pass();
-        let outcome = mount_ok(&master);
-        let erased = offboarding.join().unwrap();
+        let outcome = race.mount();
+        let erased = race.offboarding.join().unwrap();
         let retried = stale_retry.join().unwrap();
 
         assert!(
             erased ^ retried,
             "erases of incarnation 1: job {erased}, retry {retried}"
         );
-        let label = check_barrier(&master, &old, &outcome);
+        let label = check_barrier(&race.master, &race.old, &outcome);
         seen.saw(format!("{} erased, {label}", if erased { "job" } else { "retry" }));
     });
 }
@@ -217,36 +235,24 @@ fn stale_token_ping_vs_new_incarnation() {
         "stale_token_ping_vs_new_incarnation",
         &[BARRIER, INCARNATION_2],
         |seen| {
-            let mut master = Master::new();
-            let job = master.offline(CLIENT);
-            let old = job.record().clone();
-            let gate = Gate::new();
-
-            let offboarding = {
-                let (liveness, gate) = (master.liveness.clone(), gate.clone());
-                thread::spawn(move || {
-                    gate.pass();
-                    complete(liveness.registry(), job)
-                })
-            };
+            let race = Offboarding::start();
             let stale_ping = {
-                let (liveness, gate) = (master.liveness.clone(), gate.clone());
+                let (liveness, gate) = (race.master.liveness.clone(), race.gate.clone());
                 thread::spawn(move || {
                     gate.pass();
                     liveness.ping(CLIENT, Some(Incarnation::FIRST))
                 })
             };
-            gate.pass();
-            let outcome = mount_ok(&master);
-            assert!(offboarding.join().unwrap());
+            let outcome = race.mount();
+            assert!(race.offboarding.join().unwrap());
             let ping = stale_ping.join().unwrap();
 
             assert_eq!(ping.status, PingStatus::NeedRemount, "{ping:?}");
             assert!(ping.recovered.is_none());
-            let label = check_barrier(&master, &old, &outcome);
+            let label = check_barrier(&race.master, &race.old, &outcome);
             if let MountOutcome::Mounted { record, .. } = &outcome {
                 // Exactly the word the mount installed: the stale ping never touched it.
-                let first = Word::first(master.liveness.clock().now_ms(), ACTIVE_TTL_MS);
+                let first = Word::first(race.master.liveness.clock().now_ms(), ACTIVE_TTL_MS);
                 assert_eq!(record.word(), first);
             }
             seen.saw(label);

@@ -19,8 +19,7 @@
 
 mod common;
 
-use common::{config, model_covering, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT};
-use loom::thread;
+use common::{config, model_covering, transitions, Master, ACTIVE_TTL_MS, CLIENT};
 use mooncake_liveness::{LivenessConfig, LivenessEvent, LivenessState};
 
 const STALL_UNTIL_MS: u64 = ACTIVE_TTL_MS + 2;
@@ -31,27 +30,14 @@ const PING_MISSED_CREDIT: &str = "ping missed the credit";
 #[test]
 fn stall_credit_vs_ping() {
     model_covering("stall_credit_vs_ping", &[PING_SAW_CREDIT, PING_MISSED_CREDIT], |seen| {
-        let mut master = Master::with_config(LivenessConfig {
+        let master = Master::with_config(LivenessConfig {
             stall_brake: true,
             stall_bound_ms: 2,
             ..config()
         });
         let rec = master.mount_new(CLIENT);
         master.clock.set_ms(STALL_UNTIL_MS); // no tick ran since 0: a 12 ms master stall
-        let gate = Gate::new();
-
-        let monitor = {
-            let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
-            thread::spawn(move || {
-                gate.pass();
-                let report = mon.tick(&liveness);
-                (mon, report)
-            })
-        };
-        gate.pass();
-        let ping = master.liveness.ping(CLIENT, None);
-        let (mon, report) = monitor.join().unwrap();
-        master.monitor = mon;
+        let (mut master, report, ping) = master.race_tick_vs_ping(None);
 
         assert!(ping.recovered.is_none());
         let stall = LivenessEvent::StallDetected {

@@ -25,9 +25,11 @@
 
 mod common;
 
-use common::{model_covering, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT, SUSPICION_TTL_MS, TTLS};
-use loom::thread;
-use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal, Eval};
+use common::{
+    model_covering, race_evaluate_vs_signal, spawn_evaluate, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT,
+    SUSPICION_TTL_MS, TTLS,
+};
+use mooncake_liveness::__private::loom::{record_with_word, signal, Eval};
 use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
 use mooncake_liveness::{Incarnation, LivenessState, PingStatus};
 
@@ -43,20 +45,8 @@ fn ping_vs_offline_commit() {
     model_covering("ping_vs_offline_commit", &[PING_RECOVERED, MONITOR_OFFLINE], |seen| {
         let initial = Word::pack(LivenessState::Suspected, Seq::new(1), OFFLINE_DUE);
         let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
-        let gate = Gate::new();
+        let (eval, ping, fin) = race_evaluate_vs_signal(&rec, OFFLINE_DUE, OFFLINE_DUE);
 
-        let monitor = {
-            let (rec, gate) = (rec.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                evaluate(&rec, OFFLINE_DUE, TTLS, false)
-            })
-        };
-        gate.pass();
-        let ping = signal(&rec, OFFLINE_DUE, TTLS);
-        let eval = monitor.join().unwrap();
-
-        let fin = rec.word();
         match (eval, ping) {
             (
                 Eval::Wait(waited_on),
@@ -95,20 +85,7 @@ fn ping_vs_offline_tick() {
         let rec = master.suspected(CLIENT);
         assert!(master.liveness.set_ready(CLIENT, true));
         master.clock.set_ms(OFFLINE_DUE);
-        let gate = Gate::new();
-
-        let monitor = {
-            let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
-            thread::spawn(move || {
-                gate.pass();
-                let report = mon.tick(&liveness);
-                (mon, report)
-            })
-        };
-        gate.pass();
-        let ping = master.liveness.ping(CLIENT, None);
-        let (mon, report) = monitor.join().unwrap();
-        master.monitor = mon;
+        let (mut master, report, ping) = master.race_tick_vs_ping(None);
 
         let recovered = ping.recovered.is_some();
         let offboarded = !report.jobs.is_empty();
@@ -186,15 +163,8 @@ fn stale_offline_cas_after_recover_and_resuspect() {
         let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
         let gate = Gate::new();
 
-        let monitor_at = |now: u64| {
-            let (rec, gate) = (rec.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                evaluate(&rec, now, TTLS, false)
-            })
-        };
-        let stale = monitor_at(STALE_AT);
-        let later = monitor_at(LATER_AT);
+        let stale = spawn_evaluate(&rec, &gate, STALE_AT);
+        let later = spawn_evaluate(&rec, &gate, LATER_AT);
         gate.pass();
         let ping = signal(&rec, PING_AT, TTLS);
         let stale = stale.join().unwrap();

@@ -19,9 +19,11 @@
 
 mod common;
 
-use common::{model_covering, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT, SUSPICION_TTL_MS, TTLS};
+use common::{
+    model_covering, race_evaluate_vs_signal, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT, SUSPICION_TTL_MS,
+};
 use loom::thread;
-use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal, Eval};
+use mooncake_liveness::__private::loom::{record_with_word, Eval};
 use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
 use mooncake_liveness::{Incarnation, LivenessState, PingStatus};
 
@@ -36,20 +38,8 @@ fn ping_vs_suspect_commit() {
         const PING_AT: u64 = 12;
         let initial = Word::pack(LivenessState::Active, Seq::default(), DEADLINE);
         let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
-        let gate = Gate::new();
+        let (eval, ping, fin) = race_evaluate_vs_signal(&rec, DEADLINE, PING_AT);
 
-        let monitor = {
-            let (rec, gate) = (rec.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                evaluate(&rec, DEADLINE, TTLS, false)
-            })
-        };
-        gate.pass();
-        let ping = signal(&rec, PING_AT, TTLS);
-        let eval = monitor.join().unwrap();
-
-        let fin = rec.word();
         assert_eq!(
             fin.state(),
             LivenessState::Active,
@@ -106,23 +96,10 @@ fn ping_vs_monitor_tick_then_rearm() {
         "ping_vs_monitor_tick_then_rearm",
         &[PING_FIRST, MONITOR_FIRST],
         |seen| {
-            let mut master = Master::new();
+            let master = Master::new();
             let rec = master.mount_new(CLIENT);
             master.clock.set_ms(ACTIVE_TTL_MS); // due, for both threads
-            let gate = Gate::new();
-
-            let monitor = {
-                let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
-                thread::spawn(move || {
-                    gate.pass();
-                    let report = mon.tick(&liveness);
-                    (mon, report)
-                })
-            };
-            gate.pass();
-            let ping = master.liveness.ping(CLIENT, None);
-            let (mon, report) = monitor.join().unwrap();
-            master.monitor = mon;
+            let (mut master, report, ping) = master.race_tick_vs_ping(None);
 
             assert!(report.jobs.is_empty());
             assert_eq!(ping.status, PingStatus::NeedRemount, "never remounted: not ready");
@@ -176,25 +153,11 @@ fn stale_ping_time_vs_suspect_rearm() {
         &[PING_FIRST, MONITOR_FIRST],
         |seen| {
             const PING_AT: u64 = ACTIVE_TTL_MS - 2;
-            let mut master = Master::new();
+            let master = Master::new();
             let rec = master.mount_new(CLIENT);
             master.clock.set_ms(PING_AT);
-            let gate = Gate::new();
-
-            let monitor = {
-                let (liveness, gate, mut mon) = (master.liveness.clone(), gate.clone(), master.monitor);
-                let clock = master.clock.clone();
-                thread::spawn(move || {
-                    gate.pass();
-                    clock.set_ms(ACTIVE_TTL_MS);
-                    let report = mon.tick(&liveness);
-                    (mon, report)
-                })
-            };
-            gate.pass();
-            let ping = master.liveness.ping(CLIENT, None);
-            let (mon, report) = monitor.join().unwrap();
-            master.monitor = mon;
+            // The monitor's clock reaches the deadline only once it has crossed the gate.
+            let (mut master, report, ping) = master.race_tick_vs_ping(Some(ACTIVE_TTL_MS));
             seen.saw(if transitions(&report).is_empty() {
                 PING_FIRST
             } else {
@@ -236,9 +199,11 @@ fn suspected_count_vs_recovering_ping() {
         "suspected_count_vs_recovering_ping",
         &[PING_FIRST, MONITOR_FIRST],
         |seen| {
-            let mut master = Master::new();
+            let master = Master::new();
             master.mount_new(CLIENT);
             master.clock.set_ms(ACTIVE_TTL_MS);
+            // Not `Master::race_tick_vs_ping`: the count is read between the ping and the join,
+            // and the monitor is dropped on its own thread.
             let gate = Gate::new();
 
             let monitor = {

@@ -1,5 +1,9 @@
-//! Shared harness for the loom models: the `model(name, f)` runner and a tiny master (liveness
-//! core + monitor) on a `ManualClock`, built inside each model iteration.
+//! Shared harness for the loom models: the `model(name, f)` runner, a tiny master (liveness
+//! core + monitor) on a `ManualClock`, built inside each model iteration, and the races several
+//! models share ([`race_evaluate_vs_signal`], [`Master::race_tick_vs_ping`], [`race_producers`]).
+//! Each race helper performs exactly the loom operations the models used to write out (gate,
+//! clones, spawn, pass, join, in that order, on the same threads), so the explored interleavings,
+//! and the iteration counts `model` prints, are those of the hand-written setup.
 //!
 //! Everything that takes part in a race (the clock's atomic, the records' words, the registry
 //! and inbox locks) is a loom type once the crate is built with `--cfg loom`, so it must be
@@ -8,11 +12,14 @@
 
 use loom::sync::atomic::AtomicUsize as AtomicUsizeLoom;
 use loom::sync::Arc;
-use mooncake_liveness::liveness::{Registry, Ttls};
+use loom::thread::{self, JoinHandle};
+use mooncake_liveness::__private::loom::{evaluate, signal, Eval};
+use mooncake_liveness::liveness::{Applied, Registry, Ttls, Word};
+use mooncake_liveness::offboarding::queue::Producer;
 use mooncake_liveness::offboarding::{complete_client_offboarding, NoResources};
 use mooncake_liveness::{
     ClientId, ClientLivenessRecord, ClientOffboardingJob, Clock, Liveness, LivenessConfig, LivenessEvent,
-    LivenessState, ManualClock, Monitor, MountOutcome, TickReport,
+    LivenessState, ManualClock, Monitor, MountOutcome, PingOutcome, TickReport,
 };
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -141,6 +148,69 @@ impl Gate {
     }
 }
 
+/// Spawns a monitor thread that passes `gate`, then evaluates `rec` at liveness time `now_ms`.
+pub fn spawn_evaluate(rec: &Arc<ClientLivenessRecord>, gate: &Arc<Gate>, now_ms: u64) -> JoinHandle<Eval> {
+    let (rec, gate) = (rec.clone(), gate.clone());
+    thread::spawn(move || {
+        gate.pass();
+        evaluate(&rec, now_ms, TTLS, false)
+    })
+}
+
+/// Races the monitor's `evaluate` of `rec` at `eval_ms` (on a spawned thread) against a `signal`
+/// at `signal_ms` (on the calling thread), both behind a [`Gate`], with [`TTLS`] and no brake.
+/// Returns the evaluation, the signal's answer and the word after both.
+pub fn race_evaluate_vs_signal(rec: &Arc<ClientLivenessRecord>, eval_ms: u64, signal_ms: u64) -> (Eval, Applied, Word) {
+    let gate = Gate::new();
+    let monitor = spawn_evaluate(rec, &gate, eval_ms);
+    gate.pass();
+    let applied = signal(rec, signal_ms, TTLS);
+    let eval = monitor.join().unwrap();
+    (eval, applied, rec.word())
+}
+
+/// The producer threads of a queue model, started by [`race_producers`].
+pub struct Producers<R> {
+    /// Kept until the threads are joined, as the hand-written models kept it to the end: dropping
+    /// it while they run would add a race on its reference count to the state space.
+    gate: Arc<Gate>,
+    threads: Vec<JoinHandle<R>>,
+}
+
+impl<R> Producers<R> {
+    /// Joins the producers in spawn order; returns what each one returned.
+    pub fn join(self) -> Vec<R> {
+        self.threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
+}
+
+/// Spawns one producer thread per job of `jobs`, each with its own clone of `producer`, passing a
+/// [`Gate`] and then running `push(&producer, job)`; then drops the caller's `producer` (so only
+/// the producer threads hold one) and passes the gate. The caller goes on as the consumer,
+/// racing the producers.
+pub fn race_producers<T, J, R, F>(producer: Producer<T>, jobs: impl IntoIterator<Item = J>, push: F) -> Producers<R>
+where
+    T: Send + 'static,
+    J: Send + 'static,
+    R: Send + 'static,
+    F: Fn(&Producer<T>, J) -> R + Clone + Send + 'static,
+{
+    let gate = Gate::new();
+    let threads = jobs
+        .into_iter()
+        .map(|job| {
+            let (producer, gate, push) = (producer.clone(), gate.clone(), push.clone());
+            thread::spawn(move || {
+                gate.pass();
+                push(&producer, job)
+            })
+        })
+        .collect();
+    drop(producer);
+    gate.pass();
+    Producers { gate, threads }
+}
+
 /// The configuration of every full-stack model: 1 ms ticks (so a tick is a millisecond), tiny
 /// TTLs, no stall brake and no mass-suspicion brake unless a model turns them on.
 pub fn config() -> LivenessConfig {
@@ -157,7 +227,8 @@ pub fn config() -> LivenessConfig {
 
 /// A liveness core (one registry shard) and its monitor on a manual clock starting at 0.
 pub struct Master {
-    /// The base clock; models move it only before spawning or after joining.
+    /// The base clock; models move it only before spawning or after joining (or on the monitor's
+    /// thread, through [`Master::race_tick_vs_ping`]).
     pub clock: std::sync::Arc<ManualClock>,
     /// Shared with the model's threads.
     pub liveness: Arc<Liveness>,
@@ -188,6 +259,31 @@ impl Master {
     pub fn tick_at(&mut self, ms: u64) -> TickReport {
         self.clock.set_ms(ms);
         self.monitor.tick(&self.liveness)
+    }
+
+    /// Races one monitor tick against a ping of [`CLIENT`] (no token), behind a [`Gate`]: the
+    /// monitor moves to a spawned thread, which sets the base clock to `tick_ms` if given (else
+    /// ticks at the current time) and ticks; the calling thread pings. The monitor comes back with
+    /// the join, so this takes and returns the master. Returns the tick's report and the ping's.
+    pub fn race_tick_vs_ping(mut self, tick_ms: Option<u64>) -> (Self, TickReport, PingOutcome) {
+        let gate = Gate::new();
+        let monitor = {
+            let (liveness, gate, mut mon) = (self.liveness.clone(), gate.clone(), self.monitor);
+            let clock = self.clock.clone();
+            thread::spawn(move || {
+                gate.pass();
+                if let Some(ms) = tick_ms {
+                    clock.set_ms(ms);
+                }
+                let report = mon.tick(&liveness);
+                (mon, report)
+            })
+        };
+        gate.pass();
+        let ping = self.liveness.ping(CLIENT, None);
+        let (mon, report) = monitor.join().unwrap();
+        self.monitor = mon;
+        (self, report, ping)
     }
 
     /// First mount of `client` at the current time, whose work succeeds and registers nothing.
