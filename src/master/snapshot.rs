@@ -27,6 +27,15 @@ use std::collections::BTreeMap;
 
 type Records = BTreeMap<(u128, u64), Arc<ClientLivenessRecord>>;
 
+/// The first 16 bytes of `key`, zero-padded, as a big-endian number. When two keys' prefixes
+/// differ they order as the keys do (byte-wise); when they are equal the keys must be compared.
+fn key_prefix(key: &str) -> u128 {
+    let mut buf = [0u8; 16];
+    let n = key.len().min(16);
+    buf[..n].copy_from_slice(&key.as_bytes()[..n]);
+    u128::from_be_bytes(buf)
+}
+
 fn bad(msg: String) -> SnapshotError {
     SnapshotError::Inconsistent(msg)
 }
@@ -137,11 +146,13 @@ impl Master {
 
     /// Objects in key order (the table itself is a hash map).
     fn object_snaps(&self) -> Vec<ObjectSnap> {
-        let mut keys: Vec<&String> = self.objects.keys().collect();
-        keys.sort();
-        keys.into_iter()
-            .map(|k| self.object_snap(k, &self.objects[k]))
-            .collect()
+        // Keys are unique, so the unstable sort is deterministic. Sorting the entries (not the
+        // keys) saves a second hash lookup per object, and comparing key prefixes held inline
+        // saves a cache miss per comparison (1M objects: 913 ms -> see BENCHMARKS.md).
+        let mut entries: Vec<(u128, &String, &Object)> =
+            self.objects.iter().map(|(k, o)| (key_prefix(k), k, o)).collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        entries.into_iter().map(|(_, k, o)| self.object_snap(k, o)).collect()
     }
 
     fn task_snap(&self, t: &Task) -> TaskSnap {
@@ -388,5 +399,53 @@ fn scratch_snap(c: ClientId, i: Incarnation, s: &Scratch) -> ScratchSnap {
         incarnation: i.0,
         refunds: s.refunds.clone(),
         segment_names: s.segment_names.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_prefix;
+    use proptest::prelude::*;
+
+    /// The snapshot's object order: prefix first, the whole key on a tie.
+    fn prefix_sorted(keys: &[String]) -> Vec<String> {
+        let mut v: Vec<_> = keys.iter().map(|k| (key_prefix(k), k.clone())).collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        v.into_iter().map(|(_, k)| k).collect()
+    }
+
+    #[test]
+    fn prefix_order_is_key_order_at_the_edges() {
+        let keys: Vec<String> = [
+            "",
+            "\0",
+            "a",
+            "a\0",
+            "a\0\0",
+            "ab",
+            "b",
+            "0123456789abcdef",
+            "0123456789abcdef\0",
+            "0123456789abcdeg",
+            "0123456789abcdef0",
+            "0123456789abcdee~",
+            "é",
+            "\u{10FFFF}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut want = keys.clone();
+        want.sort();
+        assert_eq!(prefix_sorted(&keys), want);
+    }
+
+    proptest! {
+        #[test]
+        fn prefix_order_is_key_order(keys in proptest::collection::vec("[\\x00ab]{0,20}", 0..40)) {
+            let mut want = keys.clone();
+            want.sort();
+            prop_assert_eq!(prefix_sorted(&keys), want);
+        }
     }
 }
