@@ -2,11 +2,17 @@
 # Runs every cargo-fuzz target for SECONDS each (default 60) on stable, without a sanitizer
 # (`-s none`), starting from the committed seeds in fuzz/seeds/<target>/. Installs cargo-fuzz if
 # it is missing. Findings land in fuzz/artifacts/<target>/ (git-ignored); a finding that is
-# fixed becomes a seed. Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+# fixed becomes a seed. Exits 1 on a finding.
+#
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+#   FUZZ_JOBS=2 scripts/fuzz.sh 3600 differential   # N parallel libFuzzer workers sharing the
+#                                                    # corpus; each logs to ./fuzz-<i>.log and
+#                                                    # the executions of all are summed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
+jobs=${FUZZ_JOBS:-1}
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
@@ -15,11 +21,26 @@ if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cd fuzz && cargo fuzz list)
 fi
 for t in "${targets[@]}"; do
-    echo "==> fuzz $t for ${secs}s"
+    echo "==> fuzz $t for ${secs}s ($jobs worker(s))"
     mkdir -p "fuzz/corpus/$t"
-    cargo fuzz run "$t" -s none "fuzz/corpus/$t" "fuzz/seeds/$t" -- -max_total_time="$secs" -print_final_stats=1 2>&1 \
-        | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|Done)' || true
-    if ls "fuzz/artifacts/$t"/crash-* >/dev/null 2>&1; then
+    args=(-max_total_time="$secs" -print_final_stats=1)
+    if [ "$jobs" -gt 1 ]; then
+        rm -f fuzz-*.log
+        cargo fuzz run "$t" -s none "fuzz/corpus/$t" "fuzz/seeds/$t" -- "${args[@]}" -jobs="$jobs" -workers="$jobs" \
+            >/dev/null 2>&1 || true
+        total=0
+        for log in fuzz-*.log; do
+            n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+            echo "$log: ${n:-no final stats} executions"
+            total=$((total + ${n:-0}))
+        done
+        echo "total: $total executions of $t"
+    else
+        cargo fuzz run "$t" -s none "fuzz/corpus/$t" "fuzz/seeds/$t" -- "${args[@]}" 2>&1 \
+            | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|Done)' || true
+    fi
+    if compgen -G "fuzz/artifacts/$t/crash-*" >/dev/null || compgen -G "fuzz/artifacts/$t/timeout-*" >/dev/null \
+        || compgen -G "fuzz/artifacts/$t/oom-*" >/dev/null; then
         echo "FINDING in $t: see fuzz/artifacts/$t" >&2
         exit 1
     fi
