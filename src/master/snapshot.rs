@@ -148,7 +148,7 @@ impl Master {
     fn object_snaps(&self) -> Vec<ObjectSnap> {
         // Keys are unique, so the unstable sort is deterministic. Sorting the entries (not the
         // keys) saves a second hash lookup per object, and comparing key prefixes held inline
-        // saves a cache miss per comparison (1M objects: 913 ms -> see BENCHMARKS.md).
+        // saves a cache miss per comparison (`snapshot/encode_1m`: 913 ms before, 362 ms after).
         let mut entries: Vec<(u128, &String, &Object)> =
             self.objects.iter().map(|(k, o)| (key_prefix(k), k, o)).collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
