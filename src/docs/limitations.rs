@@ -24,8 +24,14 @@
 //! - **Replay's executor** is the virtual clock: `replay` always offboards synchronously, at the
 //!   tick, whatever `offboarding_mode` says, so its output stays deterministic.
 //! - **Injected faults** (`fail_step`) are not part of a snapshot; a failover clears them.
-//! - **The MPSC queue** allocates one node per job; in a quiet run it moved ~49 ns per item
-//!   against crossbeam's `SegQueue` ~32 ns (block allocation). Offboarding jobs are rare, so
-//!   the queue's job is never to lose one, not raw throughput.
+//! - **The MPSC queue** allocates one node per job; it moves an item in 1.16–1.5× the time of
+//!   crossbeam's `SegQueue` (block allocation) in `BENCHMARKS.md`'s runs. Offboarding jobs are
+//!   rare, so the queue's job is never to lose one, not raw throughput.
+//! - **Wheel cascades come in bursts.** The monitor's per-tick cost is O(entries due), but a
+//!   level-1 slot is re-filed into level 0 in the one tick that reaches it. With 1M clients
+//!   whose deadlines spread over the active TTL, that is hundreds of thousands of entries once
+//!   every 64 ticks: the mean steady-state tick is ~1.4 ms, the slowest ~38 ms. A tick runs on
+//!   the monitor's own thread, and a late tick only delays transitions (never a signal), but
+//!   spreading a cascade over the ticks before it is due is future work.
 //! - **Allocation** scans every mounted segment per Put (`choose_segments`), O(segments); a
 //!   production allocator would keep a serving-segment index ordered by free ratio.
