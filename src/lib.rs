@@ -3,7 +3,7 @@
 //! Recoverable client liveness for a cache master (Mooncake Store's master): every client
 //! incarnation moves **Active → Suspected → Offline** on two TTLs, a liveness signal recovers a
 //! Suspected incarnation, and terminal cleanup is a retryable, exactly-once
-//! [`ClientOffboardingJob`](offboarding::ClientOffboardingJob).
+//! [`ClientOffboardingJob`].
 //!
 //! ```text
 //!              active TTL without a signal          suspicion TTL since the commit

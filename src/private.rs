@@ -7,7 +7,7 @@ pub use crate::liveness::word::{decide, Decision, Event};
 ///
 /// They add no behaviour: each one calls exactly the code path the monitor or a signal path
 /// runs, so a model exercises the real CAS loops. An offboarding job can still be minted only by
-/// winning the Suspected → Offline CAS ([`evaluate`] returns it inside [`Eval::Offline`]).
+/// winning the Suspected → Offline CAS ([`loom::evaluate`] returns it inside [`loom::Eval::Offline`]).
 pub mod loom {
     use crate::liveness::record::Evaluation;
     use crate::liveness::{Applied, Change, ClientId, ClientLivenessRecord, Incarnation, Ttls, Word};

@@ -1,5 +1,5 @@
 //! The asynchronous offboarding executor: N worker threads take jobs in batches from the
-//! lock-free MPSC [`queue`](super::queue), run them with the *same* job type and step semantics
+//! lock-free MPSC [`queue`], run them with the *same* job type and step semantics
 //! as synchronous mode, retry failed jobs on the backoff schedule, and on shutdown hand back
 //! every job they did not finish — never dropping one (invariant 18).
 //!
