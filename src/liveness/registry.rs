@@ -2,7 +2,7 @@
 //!
 //! # Design
 //!
-//! `SHARDS` shards, each a copy-on-write `hashbrown` map published through an `ArcCell` (arc-swap)
+//! `SHARDS` shards, each a copy-on-write `hashbrown` map published through an `ArcCell`
 //! (arc-swap): readers take **no lock** — a lookup is an arc-swap load (wait-free in the common
 //! case) plus a hash probe — and writers (mount publishing a new incarnation, offboarding
 //! erasing one) serialize on the shard's writer mutex, copy the shard, change the copy and
