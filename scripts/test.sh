@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command (the README's promise; .ci/run calls it).
-# Runs: rustfmt check, clippy -D warnings, unit + integration + doc tests (with the fuzz smoke
+# Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests (with the fuzz smoke
 # test, feature `fuzzing`), and the loom models in their own target dir.
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
@@ -18,6 +18,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy --all-targets --features fuzzing -D warnings"
 cargo clippy --all-targets --features fuzzing -- -D warnings
+
+step "rustdoc without warnings (broken or private links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features fuzzing --quiet
 
 step "unit, integration, doc and fuzz-smoke tests"
 cargo test --features fuzzing
