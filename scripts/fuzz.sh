@@ -23,16 +23,24 @@ fi
 for t in "${targets[@]}"; do
     echo "==> fuzz $t for ${secs}s ($jobs worker(s))"
     mkdir -p "fuzz/corpus/$t"
+    # Build first, so a build failure stops the script instead of reading as "no finding".
+    (cd fuzz && cargo fuzz build -s none "$t")
     args=(-max_total_time="$secs" -print_final_stats=1)
     if [ "$jobs" -gt 1 ]; then
         rm -f fuzz-*.log
         cargo fuzz run "$t" -s none "fuzz/corpus/$t" "fuzz/seeds/$t" -- "${args[@]}" -jobs="$jobs" -workers="$jobs" \
             >/dev/null 2>&1 || true
         total=0
+        missing=0
         for log in fuzz-*.log; do
             n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-            echo "$log: ${n:-no final stats} executions"
-            total=$((total + ${n:-0}))
+            if [ -z "$n" ]; then
+                echo "$log: no final stats (the worker stopped early; see the log)"
+                missing=1
+            else
+                echo "$log: $n executions"
+                total=$((total + n))
+            fi
         done
         echo "total: $total executions of $t"
     else
@@ -42,6 +50,10 @@ for t in "${targets[@]}"; do
     if compgen -G "fuzz/artifacts/$t/crash-*" >/dev/null || compgen -G "fuzz/artifacts/$t/timeout-*" >/dev/null \
         || compgen -G "fuzz/artifacts/$t/oom-*" >/dev/null; then
         echo "FINDING in $t: see fuzz/artifacts/$t" >&2
+        exit 1
+    fi
+    if [ "$jobs" -gt 1 ] && [ "$missing" -ne 0 ]; then
+        echo "a worker of $t stopped without a finding or final stats: see fuzz-*.log" >&2
         exit 1
     fi
 done
