@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's promise; .ci/run calls it).
-# Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests (with the fuzz smoke
-# test, feature `fuzzing`), and the loom models in their own target dir.
+# Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
+# (with the fuzz smoke test, feature `fuzzing`), the full simulate scenario in release, a build
+# check of the fuzz crate, and the loom models in their own target dir.
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
