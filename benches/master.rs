@@ -12,7 +12,6 @@
 
 use criterion::{BatchSize, Criterion};
 use mooncake_liveness::master::{Master, MasterOptions};
-use mooncake_liveness::offboarding::executor::{Executor, ExecutorConfig};
 use mooncake_liveness::snapshot::Snapshot;
 use mooncake_liveness::{ClientId, Clock, LivenessConfig, ManualClock};
 use std::hint::black_box;
@@ -46,7 +45,7 @@ fn master(seam_disabled: bool, objects: usize) -> Fixture {
         seam_disabled,
         ..MasterOptions::default()
     };
-    let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config(), options);
+    let master = Master::new(clock.clone() as Arc<dyn Clock>, config(), options);
     for c in 0..8 {
         master.mount(&format!("c{c}"), &format!("s{c}"), 1 << 50).unwrap();
     }
@@ -61,7 +60,7 @@ fn master(seam_disabled: bool, objects: usize) -> Fixture {
 fn bench_master(c: &mut Criterion) {
     let mut g = c.benchmark_group("master");
     for (name, disabled) in [("get_hit", false), ("get_hit_noseam", true)] {
-        let mut f = master(disabled, 100_000);
+        let f = master(disabled, 100_000);
         let keys: Vec<String> = (0..1024).map(|i| format!("k{}", i * 97)).collect();
         let mut i = 0;
         g.bench_function(name, |b| {
@@ -72,7 +71,7 @@ fn bench_master(c: &mut Criterion) {
         });
     }
     for (name, disabled) in [("put_alloc", false), ("put_alloc_noseam", true)] {
-        let mut f = master(disabled, 100_000);
+        let f = master(disabled, 100_000);
         g.bench_function(name, |b| {
             b.iter(|| {
                 let r = f.master.put(black_box("fresh"), 64, 1).unwrap();
@@ -152,12 +151,17 @@ fn bench_offboard(c: &mut Criterion) {
                 // Upstream's sweep: every object of every shard is checked for a replica on the
                 // departed client's segment; the matches are erased, then the segment goes.
                 let sid = f.master.segments().id_of(&segment).unwrap();
-                let doomed: Vec<String> = f
-                    .master
-                    .objects()
-                    .iter()
-                    .filter(|(_, o)| o.on_segment(sid))
-                    .map(|(k, _)| k.clone())
+                let shards = f.master.shards();
+                let doomed: Vec<String> = (0..shards.len())
+                    .flat_map(|i| {
+                        let shard = shards.lock(i);
+                        shard
+                            .objects
+                            .iter()
+                            .filter(|(_, o)| o.on_segment(sid))
+                            .map(|(k, _)| k.clone())
+                            .collect::<Vec<_>>()
+                    })
                     .collect();
                 for k in &doomed {
                     f.master.remove(k).unwrap();
@@ -173,94 +177,85 @@ fn bench_offboard(c: &mut Criterion) {
 
 fn bench_ping_during_offboarding(c: &mut Criterion) {
     let mut g = c.benchmark_group("ping");
-    let Fixture { clock, mut master } = master(false, 0);
+    let config = LivenessConfig {
+        // The master's own worker threads run the jobs (as `offboarding_mode: async` does).
+        offboarding_mode: mooncake_liveness::config::OffboardingMode::Async,
+        offboarding_workers: 1,
+        ..config()
+    };
+    let clock = Arc::new(ManualClock::new(0));
+    let master = Arc::new(Master::new(
+        clock.clone() as Arc<dyn Clock>,
+        config,
+        MasterOptions::default(),
+    ));
     for i in 0..10_000 {
         master.mount(&format!("p{i}"), &format!("ps{i}"), 1 << 20).unwrap();
     }
-    master.hand_jobs_to_executor(true);
     let live = master.liveness_handle();
     let mut i = 0u128;
     g.bench_function("idle", |b| {
         b.iter(|| {
             i = (i + 1) % 10_000;
-            black_box(live.ping(ClientId(9 + i), None))
+            black_box(live.ping(ClientId(1 + i), None))
         })
     });
     // Background: a client holding 1M objects goes silent, is committed Offline and offboarded
-    // by the executor, which holds the master lock one bounded batch at a time — over and over.
-    let shared = Arc::new(Mutex::new(master));
-    let done = Arc::new(AtomicBool::new(false));
-    let flag = done.clone();
-    let exec = Executor::spawn(
-        shared.clone(),
-        live.clone(),
-        ExecutorConfig::from_config(&config()),
-        move |_| flag.store(true, Ordering::Release),
-    )
-    .unwrap();
+    // by the master's worker (one shard lock at a time, bounded batches) — over and over, while
+    // the background thread also keeps the data plane busy. `client_mutex` is upstream's global
+    // lock, taken by this data-plane/tick thread around each batch as upstream's paths take it.
+    let client_mutex = Arc::new(Mutex::new(()));
     let stop = Arc::new(AtomicBool::new(false));
     let bg = {
-        let (shared, stop, clock, live) = (shared.clone(), stop.clone(), clock.clone(), live.clone());
+        let (master, stop, clock, client_mutex) = (master.clone(), stop.clone(), clock.clone(), client_mutex.clone());
         std::thread::spawn(move || {
             let mut round = 0;
             while !stop.load(Ordering::Relaxed) {
                 round += 1;
                 let name = format!("big{round}");
-                shared
-                    .lock()
-                    .unwrap()
-                    .mount(&name, &format!("bs{round}"), 1 << 50)
-                    .unwrap();
+                master.mount(&name, &format!("bs{round}"), 1 << 50).unwrap();
                 for chunk in 0..1_000 {
-                    let mut m = shared.lock().unwrap();
+                    let _upstream = client_mutex.lock().unwrap();
                     for j in 0..1_000 {
-                        let _ = m.put(&format!("b{round}-{chunk}-{j}"), 1, 1);
+                        let _ = master.put(&format!("b{round}-{chunk}-{j}"), 1, 1);
                     }
                 }
                 // 30 s of virtual time; the other clients keep pinging every virtual second.
                 for tick in 0..300 {
                     clock.advance_ms(100);
                     if tick % 10 == 0 {
-                        for id in 1..=10_008u128 {
-                            live.ping(ClientId(id), None);
+                        for id in 0..10_000 {
+                            master.ping(&format!("p{id}"));
                         }
                     }
-                    let jobs = {
-                        let mut m = shared.lock().unwrap();
-                        m.tick();
-                        m.take_jobs()
-                    };
-                    for job in jobs {
-                        let _ = exec.submit(job);
-                    }
+                    let _upstream = client_mutex.lock().unwrap();
+                    master.tick();
                 }
-                while !done.swap(false, Ordering::AcqRel) && !stop.load(Ordering::Relaxed) {
+                while master.stats().offline > 0 && !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
-            exec
         })
     };
     let mut i = 0u128;
     g.bench_function("during_offboarding", |b| {
         b.iter(|| {
             i = (i + 1) % 10_000;
-            black_box(live.ping(ClientId(9 + i), None))
+            black_box(live.ping(ClientId(1 + i), None))
         })
     });
     // Upstream's shape for comparison: the heartbeat reaches its record through a lock that the
-    // data plane and offboarding also hold (`client_mutex_`), modelled by the master's mutex.
+    // data plane and offboarding also hold (`client_mutex_`).
     let mut i = 0u128;
     g.bench_function("during_offboarding_locked", |b| {
         b.iter(|| {
             i = (i + 1) % 10_000;
-            let _guard = shared.lock().unwrap();
-            black_box(live.ping(ClientId(9 + i), None))
+            let _guard = client_mutex.lock().unwrap();
+            black_box(live.ping(ClientId(1 + i), None))
         })
     });
     stop.store(true, Ordering::Relaxed);
-    let exec = bg.join().unwrap();
-    drop(exec.shutdown(Duration::from_secs(10)));
+    bg.join().unwrap();
     g.finish();
 }
 
@@ -284,7 +279,7 @@ fn bench_snapshot(c: &mut Criterion) {
                     &snap,
                 )
                 .unwrap();
-                black_box(m.objects().len())
+                black_box(m.shards().object_count())
             },
             BatchSize::PerIteration,
         )

@@ -10,7 +10,7 @@ fn main() -> std::io::Result<()> {
         .unwrap_or_else(|| "fuzz/seeds/snapshot_decode".into());
     std::fs::create_dir_all(&dir)?;
     let clock = Arc::new(ManualClock::new(0));
-    let mut m = Master::new(
+    let m = Master::new(
         clock.clone() as Arc<dyn Clock>,
         LivenessConfig::default(),
         MasterOptions::default(),

@@ -42,7 +42,7 @@ mod imp {
             f(self.0.get())
         }
     }
-    pub(crate) use std::sync::{Arc, Mutex, MutexGuard, Weak};
+    pub(crate) use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
     #[allow(unused_imports)]
     pub(crate) use std::thread;
 
@@ -78,7 +78,7 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::sync::atomic::AtomicPtr;
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-    pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+    pub(crate) use loom::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
     #[allow(unused_imports)]
     pub(crate) use loom::thread;
     pub(crate) use std::sync::Weak;

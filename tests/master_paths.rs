@@ -108,20 +108,25 @@ fn tasks_are_held_while_suspected_and_delivered_after_recovery() {
     m.at(500).put("k", 10, 1).unwrap();
     m.at(500).put_end("k").unwrap();
     let r = m.at(500).get("k").unwrap();
-    let (src, dst, exec) = if r[0].segment == "s1" {
-        ("s1", "s2", "c2")
+    let (dst, exec, source_owner) = if r[0].segment == "s1" {
+        ("s2", "c2", "c1")
     } else {
-        ("s2", "s1", "c1")
+        ("s1", "c1", "c2")
     };
-    let _ = src;
     let task = m.at(500).replicate("k", dst, false).unwrap();
     m.at(11_000); // both silent: both Suspected
     assert!(
         m.at(11_000).fetch_tasks(exec).is_empty(),
         "delivered to a Suspected client"
     );
-    // Completion of work handed out earlier is still accepted (not here: not delivered yet).
+    // The executor recovers, but the Copy's source owner is still Suspected: delivering it now
+    // would be a new dependency on a Suspected client (invariant 10, task delivery).
     m.at(11_500).ping(exec);
+    assert!(
+        m.at(11_500).fetch_tasks(exec).is_empty(),
+        "a Copy from a Suspected source was delivered"
+    );
+    m.at(11_500).ping(source_owner);
     let got = m.at(11_500).fetch_tasks(exec);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].task, task);

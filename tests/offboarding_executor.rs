@@ -1,12 +1,12 @@
 //! The asynchronous executor: same job, same steps, same outcome as synchronous mode; shutdown
 //! hands back every job it did not complete (invariant 18).
 
-use mooncake_liveness::master::{Master, MasterError, MasterOptions};
+use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions};
 use mooncake_liveness::offboarding::executor::{Executor, ExecutorConfig, SharedSteps};
-use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Completed, Progress, Step};
+use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Progress, Step};
 use mooncake_liveness::{ClientId, Clock, Liveness, LivenessConfig, ManualClock, Monitor, MountOutcome};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn config() -> LivenessConfig {
@@ -25,7 +25,8 @@ fn config() -> LivenessConfig {
 #[test]
 fn async_mode_offboards_like_sync_mode_with_retries() {
     let clock = Arc::new(ManualClock::new(0));
-    let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    // `offboarding_mode: async`: the master starts its own workers and hands them its jobs.
+    let master = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
     master.mount("big", "sb", 1 << 30).unwrap();
     master.mount("c2", "s2", 1 << 30).unwrap();
     for i in 0..3_000 {
@@ -37,44 +38,40 @@ fn async_mode_offboards_like_sync_mode_with_retries() {
     let s2 = master.segments().id_of("s2").unwrap();
     let on_s2 = master.objects().values().filter(|o| o.on_segment(s2)).count();
     assert!(on_s2 > 1_000 && on_s2 < 3_000);
-    let live = master.liveness_handle();
-    let master = Arc::new(Mutex::new(master));
-    let completed = Arc::new(Mutex::new(Vec::<Completed>::new()));
-    let sink = completed.clone();
-    let exec = Executor::spawn(
-        master.clone(),
-        live.clone(),
-        ExecutorConfig::from_config(&config()),
-        move |c| sink.lock().unwrap().push(c),
-    )
-    .unwrap();
     let started = Instant::now();
     let mut t = 0;
-    while completed.lock().unwrap().is_empty() {
+    let mut attempts = None;
+    while attempts.is_none() {
         assert!(started.elapsed() < Duration::from_secs(60), "job never completed");
         t += 100;
         clock.set_ms(t);
-        // Ping goes to the liveness core directly: no master lock.
-        live.ping(ClientId(2), None);
-        let jobs = {
-            let mut m = master.lock().unwrap();
-            m.tick();
-            if t > 30_000 && t < 30_500 {
-                assert_eq!(m.mount("big", "sb", 1), Err(MasterError::ClientOffboarding));
-            }
-            m.take_jobs()
-        };
-        for job in jobs {
-            exec.submit(job).expect("queue has room");
+        // Ping takes no master lock.
+        master.ping("c2");
+        master.tick();
+        if t > 30_000 && t < 30_500 {
+            assert_eq!(master.mount("big", "sb", 1), Err(MasterError::ClientOffboarding));
+            assert_eq!(
+                master.stats().offline,
+                1,
+                "an Offline incarnation reported as {:?}",
+                master.stats()
+            );
         }
+        attempts = master.take_events().into_iter().find_map(|e| match e {
+            MasterEvent::Offboarded { attempts, .. } => Some(attempts),
+            _ => None,
+        });
         std::thread::sleep(Duration::from_millis(1));
     }
-    let left = exec.shutdown(Duration::from_secs(5));
-    assert!(left.is_empty());
-    let done = completed.lock().unwrap()[0];
-    assert_eq!(done.attempts, 3, "two injected failures, then success");
-    assert!(done.erased);
-    let m = master.lock().unwrap();
+    assert_eq!(attempts, Some(3), "two injected failures, then success");
+    let stats = master.stats();
+    assert_eq!(
+        (stats.jobs_completed, stats.offline, stats.jobs_pending),
+        (1, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(master.shutdown_offboarding(), 0, "nothing left to hand back");
+    let m = &master;
     assert!(m.segments().id_of("sb").is_none());
     assert!(m
         .objects()

@@ -71,7 +71,7 @@ fn failover_with_a_pending_job_resumes_it_and_keeps_the_barrier() {
         m.at(t).ping("c2");
         t += 1_000;
     }
-    let pending: Vec<_> = m.m.pending_jobs().collect();
+    let pending: Vec<_> = m.m.pending_jobs();
     assert_eq!(pending[0].1.steps_done, vec![Step::Metadata]);
     let snap = m.m.snapshot();
     let job = snap.clients.iter().find_map(|c| c.job.clone()).expect("job serialized");

@@ -32,7 +32,7 @@ fn counters_and_stats_follow_transitions_retries_and_completion() {
         ..LivenessConfig::default()
     };
     let stats = metrics::with_local_recorder(&recorder, || {
-        let mut m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
         m.mount("c1", "s1", 100).unwrap();
         m.mount("c2", "s2", 100).unwrap();
         m.fail_step(Step::Segments, 2);

@@ -244,6 +244,8 @@ enum Logged {
 fn options() -> MasterOptions {
     MasterOptions {
         registry_shards: 2,
+        // One metadata shard: the model evicts in global LRU order.
+        metadata_shards: 1,
         ..MasterOptions::default()
     }
 }
@@ -453,7 +455,8 @@ fn registry_rows(m: &Master) -> Vec<ClientRow> {
         .filter_map(|c| {
             let id = ids[c]?;
             let rec = m.liveness().registry().get(id)?;
-            let disk = m.local_disks().get(&id);
+            let disks = m.local_disks();
+            let disk = disks.get(&id);
             if let Some(d) = disk {
                 assert!(
                     crate::sync::Arc::ptr_eq(&d.owner, &rec),
@@ -658,7 +661,7 @@ impl Checker {
     /// Invariant 16 right after `offboarded` (client, incarnation), on the master itself.
     fn check_offboarded(&self, m: &Master, client: usize, incarnation: u64) {
         let name = CLIENT_NAMES[client];
-        for (_, seg) in m.segments().iter() {
+        for seg in m.segments().iter() {
             assert!(
                 !(m.client_name(seg.owner.client()) == name && seg.owner.incarnation().0 == incarnation),
                 "invariant 16: segment {} of offboarded {name}#{incarnation} still mounted",
@@ -932,15 +935,15 @@ impl Checker {
         let got: Vec<(usize, usize, u64, u64, u64, BTreeSet<usize>)> = m
             .segments()
             .iter()
-            .map(|(_, s)| {
-                assert_eq!(s.lifecycle, Lifecycle::Ok, "segment {} not Ok {when}", s.name);
+            .map(|s| {
+                assert_eq!(s.lifecycle(), Lifecycle::Ok, "segment {} not Ok {when}", s.name);
                 (
                     segment_index(&s.name),
                     client_index(&m.client_name(s.owner.client())),
                     s.owner.incarnation().0,
                     s.size,
-                    s.used,
-                    s.keys.iter().map(|k| key_index(k)).collect(),
+                    s.used(),
+                    s.alloc().keys.iter().map(|k| key_index(k)).collect(),
                 )
             })
             .collect();
@@ -974,7 +977,7 @@ impl Checker {
                         let sid = r
                             .segment()
                             .unwrap_or_else(|| panic!("object {k} has a LocalDisk replica {when}"));
-                        let seg = m.segments().get(sid).unwrap_or_else(|| {
+                        let seg = m.segments().get(sid).cloned().unwrap_or_else(|| {
                             panic!("invariant 10/16: object {k} references an unmounted segment {when}")
                         });
                         assert!(
@@ -1010,6 +1013,7 @@ impl Checker {
         // Pending jobs (invariant 17: attempts, steps done, next attempt on the backoff schedule).
         let mut got: Vec<(usize, u32, Vec<usize>, u64)> = m
             .pending_jobs()
+            .into_iter()
             .map(|(id, j)| {
                 (
                     client_index(&m.client_name(id)),

@@ -27,7 +27,7 @@ pub use word::{Change, LivenessState, Seq, Ttls, Word};
 
 use crate::clock::{Clock, LivenessClock};
 use crate::config::{ConfigHandle, LivenessConfig};
-use crate::sync::{Arc, AtomicUsize, CachePadded, CellArc, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, CachePadded, CellArc, Mutex, Ordering};
 use registry::PublishError;
 use std::fmt;
 
@@ -155,6 +155,9 @@ pub struct Liveness {
     /// Suspected incarnations: +1 by the monitor's Suspected commit, −1 by its Offline commit
     /// or by a recovering signal. Relaxed: a statistic for the mass-suspicion brake.
     suspected: CachePadded<AtomicUsize>,
+    /// Suspected → Active recoveries committed by any signal path (Ping through the master or
+    /// straight through this core). Relaxed: a statistic.
+    recovered: CachePadded<AtomicU64>,
 }
 
 impl Liveness {
@@ -171,6 +174,7 @@ impl Liveness {
             registry,
             inbox: Mutex::new(Vec::new()),
             suspected: CachePadded::new(AtomicUsize::new(0)),
+            recovered: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
@@ -235,6 +239,7 @@ impl Liveness {
                 to,
             } => {
                 self.suspected.fetch_sub(1, Ordering::Relaxed);
+                self.recovered.fetch_add(1, Ordering::Relaxed);
                 let t = Transition {
                     client: rec.client(),
                     incarnation: rec.incarnation(),
@@ -392,6 +397,11 @@ impl Liveness {
         // counts after its CAS): the counter can be transiently "−1", i.e. wrapped. Read it as
         // signed and clamp (found by the `suspected_count_vs_recovering_ping` loom model).
         (self.suspected.load(Ordering::Relaxed) as isize).max(0) as usize
+    }
+
+    /// Suspected → Active recoveries committed so far, by any signal path.
+    pub fn recoveries_total(&self) -> u64 {
+        self.recovered.load(Ordering::Relaxed)
     }
 
     pub(crate) fn note_suspected(&self, delta: isize) {

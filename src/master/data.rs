@@ -1,26 +1,67 @@
 //! Put, Get, Remove and the allocation and release helpers every path shares.
+//!
+//! Locks (see the table in the module doc of [`master`](super)): a path holds its key's shard
+//! for its whole critical section; allocation reads the segment table and reserves space in
+//! each chosen segment's allocator (check and charge in one critical section, so concurrent
+//! Puts never overcommit); quotas are checked and charged in one critical section too.
+//! Eviction runs with no shard held and then takes shards one at a time.
 
 use super::object::{Object, Replica, ReplicaKind};
-use super::segment::{AllocationStrategy, SegmentId};
-use super::{Master, MasterError, ReplicaDesc, DEFAULT_TENANT};
+use super::segment::{AllocationStrategy, Segment, SegmentId, Segments};
+use super::shard::Shard;
+use super::{add_refund, lock, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
 use crate::eligibility::Purpose;
+use crate::liveness::ClientLivenessRecord;
+use crate::sync::{Arc, Ordering};
 use rand::seq::SliceRandom;
+use rand::Rng;
 
 /// Objects one Put may evict to make room.
 const MAX_EVICTIONS_PER_PUT: usize = 64;
 
-impl Master {
-    /// PutStart for the default tenant; see [`Master::put_for`].
-    pub fn put(&mut self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
+/// Below this many segments the random strategy shuffles them all; above, it samples.
+const SAMPLE_ABOVE: usize = 64;
+
+impl MasterCore {
+    /// PutStart for the default tenant; see [`MasterCore::put_for`].
+    pub fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
         self.put_for(DEFAULT_TENANT, key, size, replicas)
     }
 
     /// PutStart: allocates `replicas` replicas of `size` bytes on distinct serving segments,
     /// evicting least recently used servable objects when no serving segment has room.
     /// Best effort: fewer than asked is allowed, none is `NO_AVAILABLE_HANDLE`; the tenant's
-    /// quota must hold every replica handed out (`TENANT_QUOTA_EXCEEDED`).
+    /// quota must hold every replica handed out (`TENANT_QUOTA_EXCEEDED`). A Put whose quota
+    /// cannot hold even one replica evicts nothing.
     pub fn put_for(
-        &mut self,
+        &self,
+        tenant: &str,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.put_start(None, tenant, key, size, replicas)
+    }
+
+    /// PutStart by a known writer: as [`MasterCore::put_for`], and the object remembers its
+    /// writer so that [`MasterCore::put_end_as`] / [`MasterCore::put_revoke_as`] can refuse
+    /// callbacks from anyone else. An unknown writer is `ILLEGAL_CLIENT`; an Offline one is
+    /// `UNAVAILABLE_IN_CURRENT_STATUS`.
+    pub fn put_as(
+        &self,
+        writer: &str,
+        tenant: &str,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
+        let rec = self.callback_record(writer)?;
+        self.put_start(Some(rec), tenant, key, size, replicas)
+    }
+
+    fn put_start(
+        &self,
+        writer: Option<Arc<ClientLivenessRecord>>,
         tenant: &str,
         key: &str,
         size: u64,
@@ -29,76 +70,115 @@ impl Master {
         if size == 0 || replicas == 0 {
             return Err(MasterError::InvalidParams);
         }
-        if self.objects.contains_key(key) {
+        let si = self.shards.index_of(key);
+        let mut shard = self.shards.lock(si);
+        if shard.objects.contains_key(key) {
             return Err(MasterError::ObjectAlreadyExists);
         }
-        let mut chosen = self.choose_segments(size, replicas, &[]);
-        if chosen.is_empty() && self.evict_for(size) {
-            chosen = self.choose_segments(size, replicas, &[]);
+        let mut chosen = self.reserve_segments(key, size, replicas, &[]);
+        // Evict only for a Put the quota could take (a refused Put must not have evicted).
+        if chosen.is_empty() && self.quota_allows(tenant, size) {
+            drop(shard);
+            self.evict_for(size);
+            shard = self.shards.lock(si);
+            if shard.objects.contains_key(key) {
+                return Err(MasterError::ObjectAlreadyExists);
+            }
+            chosen = self.reserve_segments(key, size, replicas, &[]);
         }
         if chosen.is_empty() {
             return Err(MasterError::NoAvailableHandle);
         }
-        let quota = self.quotas.get(tenant).cloned().unwrap_or_default();
-        if quota
-            .limit
-            .is_some_and(|l| quota.used.saturating_add(size.saturating_mul(chosen.len() as u64)) > l)
-        {
+        if !self.try_charge(tenant, size.saturating_mul(chosen.len() as u64)) {
+            for seg in &chosen {
+                seg.release(key, size);
+            }
             return Err(MasterError::TenantQuotaExceeded);
         }
-        let mut object = Object {
+        let object = Object {
             tenant: tenant.to_string(),
             size,
             touched: 0,
-            replicas: Vec::new(),
+            replicas: chosen.into_iter().map(Replica::memory).collect(),
             replication_task: None,
             tier_task: None,
+            writer,
         };
-        for sid in chosen {
-            object.replicas.push(self.allocate_on(sid, tenant, key, size));
-        }
-        self.objects.insert(key.to_string(), object);
-        self.touch(key);
-        Ok(self.describe(key, |_| true))
+        shard.insert(key, object, self.shards.next_touch());
+        let mut refunds = Refunds::new();
+        self.undo_raced_allocations(&mut shard, key, &mut refunds);
+        let out = shard.objects.get(key).map(|o| self.describe(o, |_| true));
+        drop(shard);
+        self.apply_refunds(refunds);
+        out.ok_or(MasterError::NoAvailableHandle)
     }
 
-    /// Marks `key` most recently used.
-    fn touch(&mut self, key: &str) {
-        self.clock_lru += 1;
-        let now = self.clock_lru;
-        if let Some(obj) = self.objects.get_mut(key) {
-            self.lru.remove(&obj.touched);
-            obj.touched = now;
-            self.lru.insert(now, key.to_string());
+    /// The re-check of the allocation protocol (module doc): drops `key`'s incomplete memory
+    /// replicas whose segment stopped allocating or whose owner stopped being Active since they
+    /// were chosen. Runs under the shard lock, right after the object was published.
+    pub(super) fn undo_raced_allocations(&self, shard: &mut Shard, key: &str, refunds: &mut Refunds) {
+        let seam = self.seam();
+        if !seam.enabled {
+            return;
+        }
+        let raced = |r: &Replica| {
+            !r.complete
+                && r.segment_ref()
+                    .is_some_and(|s| !s.lifecycle().permits(Purpose::Allocate) || !seam.executor(&s.owner).serves())
+        };
+        if shard.objects.get(key).is_some_and(|o| o.replicas.iter().any(raced)) {
+            self.remove_replicas_in(shard, key, raced, refunds);
         }
     }
 
     /// Evicts least recently used objects until some serving segment can take `size` bytes.
     /// Only complete objects without tasks whose every replica serves are victims: a Suspected
-    /// owner's replicas are retained, not evicted (invariant 9). Returns whether room was made.
-    fn evict_for(&mut self, size: u64) -> bool {
+    /// owner's replicas are retained, not evicted (invariant 9). Shards are visited one at a
+    /// time from a rotating start (a one-shard master evicts in exact LRU order). Returns
+    /// whether room was made.
+    fn evict_for(&self, size: u64) -> bool {
         let seam = self.seam();
         let serving_exists = self
-            .segments
+            .segments()
             .iter()
-            .any(|(_, s)| s.size >= size && s.eligibility(seam, Purpose::Allocate, 0).serves());
+            .any(|s| s.size >= size && s.eligibility(seam, Purpose::Allocate, 0).serves());
         if !serving_exists {
             return false;
         }
-        let victims: Vec<String> = self
-            .lru
-            .values()
-            .filter(|k| self.objects.get(*k).is_some_and(|o| self.evictable(o)))
-            .take(MAX_EVICTIONS_PER_PUT)
-            .cloned()
-            .collect();
-        for key in victims {
-            self.remove_object(&key);
-            if !self.choose_segments(size, 1, &[]).is_empty() {
-                return true;
+        let n = self.shards.len();
+        let start = self.evict_cursor.fetch_add(1, Ordering::Relaxed) as usize;
+        let mut budget = MAX_EVICTIONS_PER_PUT;
+        for j in 0..n {
+            let i = (start + j) % n;
+            let mut shard = self.shards.lock(i);
+            let victims: Vec<String> = shard
+                .lru
+                .values()
+                .filter(|k| shard.objects.get(*k).is_some_and(|o| self.evictable(o)))
+                .take(budget)
+                .cloned()
+                .collect();
+            for key in victims {
+                budget -= 1;
+                let mut refunds = Refunds::new();
+                self.remove_object_in(&mut shard, &key, &mut refunds);
+                self.apply_refunds(refunds);
+                if self.room_for(size) {
+                    return true;
+                }
+            }
+            if budget == 0 {
+                break;
             }
         }
         false
+    }
+
+    fn room_for(&self, size: u64) -> bool {
+        let seam = self.seam();
+        self.segments()
+            .iter()
+            .any(|s| s.eligibility(seam, Purpose::Allocate, size).serves())
     }
 
     fn evictable(&self, o: &Object) -> bool {
@@ -108,47 +188,76 @@ impl Master {
             && o.tier_task.is_none()
             && o.replicas
                 .iter()
-                .all(|r| r.segment().is_some() && r.eligibility(seam, &self.segments).serves())
+                .all(|r| r.segment().is_some() && r.eligibility(seam).serves())
     }
 
     /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
     /// liveness (invariant 11).
-    pub fn put_end(&mut self, key: &str) -> Result<(), MasterError> {
-        let obj = self.objects.get_mut(key).ok_or(MasterError::ObjectNotFound)?;
-        if obj.is_complete() {
-            return Err(MasterError::InvalidParams);
-        }
-        for r in obj.replicas.iter_mut() {
-            r.complete = true;
-        }
-        Ok(())
+    pub fn put_end(&self, key: &str) -> Result<(), MasterError> {
+        self.put_callback(None, key, true)
     }
 
     /// PutRevoke: the writer abandoned the put; its allocations are released.
-    pub fn put_revoke(&mut self, key: &str) -> Result<(), MasterError> {
-        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+    pub fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
+        self.put_callback(None, key, false)
+    }
+
+    /// PutEnd from `client`: refused from an unknown (`ILLEGAL_CLIENT`) or Offline
+    /// (`UNAVAILABLE_IN_CURRENT_STATUS`) client and from anyone but the object's writer, if it
+    /// has one; accepted from a Suspected one (invariant 11).
+    pub fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+        self.put_callback(Some(client), key, true)
+    }
+
+    /// PutRevoke from `client`, with the same rules as [`MasterCore::put_end_as`].
+    pub fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+        self.put_callback(Some(client), key, false)
+    }
+
+    fn put_callback(&self, client: Option<&str>, key: &str, end: bool) -> Result<(), MasterError> {
+        let caller = client.map(|c| self.callback_record(c)).transpose()?;
+        let mut shard = self.shards.lock_key(key);
+        let obj = shard.objects.get_mut(key).ok_or(MasterError::ObjectNotFound)?;
+        if let (Some(caller), Some(writer)) = (&caller, &obj.writer) {
+            if !Arc::ptr_eq(caller, writer) {
+                return Err(MasterError::IllegalClient);
+            }
+        }
         if obj.is_complete() {
             return Err(MasterError::InvalidParams);
         }
-        self.remove_object(key);
+        if end {
+            for r in obj.replicas.iter_mut() {
+                r.complete = true;
+            }
+            return Ok(());
+        }
+        let mut refunds = Refunds::new();
+        self.remove_object_in(&mut shard, key, &mut refunds);
+        drop(shard);
+        self.apply_refunds(refunds);
         Ok(())
     }
 
     /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
-    pub fn get(&mut self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        let out = self.admin_replicas(key)?;
-        self.touch(key);
+    pub fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        let mut shard = self.shards.lock_key(key);
+        let out = self.readable(&shard, key)?;
+        shard.touch(key, self.shards.next_touch());
         Ok(out)
     }
 
     /// Admin descriptor query: like Get (it follows the serving rule and hides a Suspected
     /// owner's replicas, decisions.md question 1) but changes nothing, not even recency.
     pub fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        if !self.objects.contains_key(key) {
-            return Err(MasterError::ObjectNotFound);
-        }
-        let (seam, segments) = (self.seam(), &self.segments);
-        let out = self.describe(key, |r| r.eligibility(seam, segments).serves());
+        let shard = self.shards.lock_key(key);
+        self.readable(&shard, key)
+    }
+
+    fn readable(&self, shard: &Shard, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+        let seam = self.seam();
+        let out = self.describe(obj, |r| r.eligibility(seam).serves());
         if out.is_empty() {
             return Err(MasterError::ReplicaIsNotReady);
         }
@@ -156,81 +265,113 @@ impl Master {
     }
 
     /// Remove: erases a key and releases its replicas.
-    pub fn remove(&mut self, key: &str) -> Result<(), MasterError> {
-        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+    pub fn remove(&self, key: &str) -> Result<(), MasterError> {
+        let mut shard = self.shards.lock_key(key);
+        let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         if obj.replication_task.is_some() {
             return Err(MasterError::ObjectHasReplicationTask);
         }
-        self.remove_object(key);
+        let mut refunds = Refunds::new();
+        self.remove_object_in(&mut shard, key, &mut refunds);
+        drop(shard);
+        self.apply_refunds(refunds);
         Ok(())
     }
 
-    /// Descriptors of `key`'s replicas that pass `keep`, in replica order.
-    pub(super) fn describe(&self, key: &str, keep: impl Fn(&Replica) -> bool) -> Vec<ReplicaDesc> {
-        let Some(obj) = self.objects.get(key) else {
-            return Vec::new();
-        };
+    /// Descriptors of `obj`'s replicas that pass `keep`, in replica order.
+    pub(super) fn describe(&self, obj: &Object, keep: impl Fn(&Replica) -> bool) -> Vec<ReplicaDesc> {
         obj.replicas
             .iter()
             .filter(|r| keep(r))
-            .map(|r| ReplicaDesc {
-                segment: match r.kind {
-                    ReplicaKind::Memory { segment, .. } => {
-                        self.segments.get(segment).map(|s| s.name.clone()).unwrap_or_default()
-                    }
-                    ReplicaKind::LocalDisk { .. } => {
-                        format!("local_disk:{}", self.client_name(r.owner().client()))
-                    }
+            .map(|r| match &r.kind {
+                ReplicaKind::Memory { segment, .. } => ReplicaDesc {
+                    segment: segment.name.clone(),
+                    client: segment.client_name.to_string(),
                 },
-                client: self.client_name(r.owner().client()),
+                ReplicaKind::LocalDisk { owner } => {
+                    let name = self.client_name(owner.client());
+                    ReplicaDesc {
+                        segment: format!("local_disk:{name}"),
+                        client: name,
+                    }
+                }
             })
             .collect()
     }
 
-    /// Up to `n` distinct segments that may take `size` new bytes now, excluding `exclude`.
-    pub(super) fn choose_segments(&mut self, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<SegmentId> {
+    /// Chooses up to `n` distinct segments that may take `size` new bytes now (excluding
+    /// `exclude`) and reserves `size` bytes for `key` in each.
+    pub(super) fn reserve_segments(&self, key: &str, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<Arc<Segment>> {
         let seam = self.seam();
-        let mut candidates: Vec<(SegmentId, u64, u64)> = self
-            .segments
-            .iter()
-            .filter(|(id, s)| !exclude.contains(id) && s.eligibility(seam, Purpose::Allocate, size).serves())
-            .map(|(id, s)| (id, s.free(), s.size))
-            .collect();
-        match self.options.strategy {
+        let segments = self.segments();
+        let eligible =
+            |s: &Arc<Segment>| !exclude.contains(&s.id) && s.eligibility(seam, Purpose::Allocate, size).serves();
+        let candidates: Vec<Arc<Segment>> = match self.options.strategy {
             // Highest free ratio first: free/size compared as free·size' > free'·size; ties keep name order.
             AllocationStrategy::FreeRatioFirst => {
-                candidates.sort_by(|a, b| (u128::from(b.1) * u128::from(a.2)).cmp(&(u128::from(a.1) * u128::from(b.2))))
+                let mut c: Vec<(Arc<Segment>, u64)> = segments
+                    .iter()
+                    .filter(|s| eligible(s))
+                    .map(|s| (s.clone(), s.free()))
+                    .collect();
+                c.sort_by(|a, b| {
+                    (u128::from(b.1) * u128::from(a.0.size)).cmp(&(u128::from(a.1) * u128::from(b.0.size)))
+                });
+                c.into_iter().map(|c| c.0).collect()
             }
-            AllocationStrategy::Random => candidates.shuffle(&mut self.rng),
+            AllocationStrategy::Random => self.random_candidates(&segments, n, &eligible),
+        };
+        drop(segments);
+        let mut out = Vec::with_capacity(n);
+        for seg in candidates {
+            if out.len() == n {
+                break;
+            }
+            if seg.try_reserve(key, size) {
+                out.push(seg);
+            }
         }
-        candidates.into_iter().take(n).map(|c| c.0).collect()
+        out
     }
 
-    /// Allocates `size` bytes for `key` on `sid`, charged to `tenant`; returns the (incomplete) replica.
-    pub(super) fn allocate_on(&mut self, sid: SegmentId, tenant: &str, key: &str, size: u64) -> Replica {
-        let seg = self.segments.get_mut(sid).expect("allocating on a chosen segment");
-        seg.used += size;
-        seg.keys.insert(key.to_string());
-        let owner = seg.owner.clone();
-        self.charge(tenant, size);
-        Replica {
-            kind: ReplicaKind::Memory { segment: sid, owner },
-            complete: false,
-        }
-    }
-
-    /// Releases the storage of one replica of `key` (its segment or LocalDisk accounting).
-    pub(super) fn release_replica(&mut self, key: &str, tenant: &str, size: u64, replica: &Replica) {
-        self.refund(tenant, size);
-        match &replica.kind {
-            ReplicaKind::Memory { segment, .. } => {
-                if let Some(seg) = self.segments.get_mut(*segment) {
-                    seg.used = seg.used.saturating_sub(size);
-                    seg.keys.remove(key);
+    /// Random candidates: every eligible segment shuffled when there are few; otherwise a
+    /// sample of `4n + 16` slots (O(n), not O(segments)), falling back to all of them only when
+    /// the sample found fewer than `n`.
+    fn random_candidates(
+        &self,
+        segments: &Segments,
+        n: usize,
+        eligible: &impl Fn(&Arc<Segment>) -> bool,
+    ) -> Vec<Arc<Segment>> {
+        let mut rng = lock(&self.rng);
+        let slots = segments.slot_count();
+        if slots > SAMPLE_ABOVE {
+            let mut picked: Vec<Arc<Segment>> = Vec::new();
+            for _ in 0..(4 * n + 16) {
+                let i = rng.random_range(0..slots);
+                if let Some(s) = segments.slot(i).filter(|s| eligible(s)) {
+                    if !picked.iter().any(|p| p.id == s.id) {
+                        picked.push(s.clone());
+                    }
                 }
             }
+            if picked.len() >= n {
+                return picked;
+            }
+        }
+        let mut all: Vec<Arc<Segment>> = segments.iter().filter(|s| eligible(s)).cloned().collect();
+        all.shuffle(&mut *rng);
+        all
+    }
+
+    /// Releases the storage of one replica of `key` (its segment or LocalDisk accounting) and
+    /// records the quota refund.
+    pub(super) fn release_replica(&self, key: &str, tenant: &str, size: u64, replica: &Replica, refunds: &mut Refunds) {
+        add_refund(refunds, tenant, size);
+        match &replica.kind {
+            ReplicaKind::Memory { segment, .. } => segment.release(key, size),
             ReplicaKind::LocalDisk { owner } => {
-                if let Some(disk) = self.local_disks.get_mut(&owner.client()) {
+                if let Some(disk) = lock(&self.local_disks).get_mut(&owner.client()) {
                     disk.used = disk.used.saturating_sub(size);
                     disk.keys.remove(key);
                 }
@@ -239,8 +380,14 @@ impl Master {
     }
 
     /// Removes the replicas of `key` matching `gone`; removes the object if none is left.
-    pub(super) fn remove_replicas(&mut self, key: &str, gone: impl Fn(&Replica) -> bool) {
-        let Some(obj) = self.objects.get_mut(key) else {
+    pub(super) fn remove_replicas_in(
+        &self,
+        shard: &mut Shard,
+        key: &str,
+        gone: impl Fn(&Replica) -> bool,
+        refunds: &mut Refunds,
+    ) {
+        let Some(obj) = shard.objects.get_mut(key) else {
             return;
         };
         let (size, tenant) = (obj.size, obj.tenant.clone());
@@ -248,41 +395,49 @@ impl Master {
         obj.replicas = kept;
         let empty = obj.replicas.is_empty();
         for r in &dropped {
-            self.release_replica(key, &tenant, size, r);
+            self.release_replica(key, &tenant, size, r, refunds);
         }
         if empty {
-            self.remove_object(key);
+            self.remove_object_in(shard, key, refunds);
         }
     }
 
     /// Removes an object with all its replicas and tasks.
-    pub(super) fn remove_object(&mut self, key: &str) {
-        let Some(obj) = self.objects.get(key) else {
+    pub(super) fn remove_object_in(&self, shard: &mut Shard, key: &str, refunds: &mut Refunds) {
+        let Some(obj) = shard.objects.get(key) else {
             return;
         };
         let tasks: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
         for t in tasks {
-            self.cancel_task(t);
+            self.cancel_task_in(shard, t, refunds);
         }
-        if let Some(obj) = self.objects.remove(key) {
-            self.lru.remove(&obj.touched);
+        if let Some(obj) = shard.take(key) {
             for r in &obj.replicas {
-                self.release_replica(key, &obj.tenant, obj.size, r);
+                self.release_replica(key, &obj.tenant, obj.size, r, refunds);
             }
         }
     }
 
-    /// Unmounts a segment now: replicas on it, tasks touching it and then the segment go.
-    /// Returns the segment's name (its external metadata entry is the caller's to delete).
-    pub(super) fn drop_segment(&mut self, sid: SegmentId) -> Option<String> {
-        let keys: Vec<String> = match self.segments.get(sid) {
-            Some(seg) => seg.keys.iter().cloned().collect(),
-            None => return None,
-        };
-        for key in keys {
-            self.cancel_tasks_touching(&key, sid);
-            self.remove_replicas(&key, |r| r.segment() == Some(sid));
+    /// Unmounts a segment now: it stops serving, then the replicas on it and the tasks touching
+    /// it go (one shard at a time), then the segment. Returns its name (its external metadata
+    /// entry is the caller's to delete). The caller holds the membership gate.
+    pub(super) fn drop_segment(&self, seg: &Arc<Segment>) -> Option<String> {
+        seg.set_lifecycle(super::Lifecycle::Unmounting);
+        let sid = seg.id;
+        loop {
+            let keys = std::mem::take(&mut seg.alloc().keys);
+            if keys.is_empty() {
+                break;
+            }
+            for key in keys {
+                let mut refunds = Refunds::new();
+                let mut shard = self.shards.lock_key(&key);
+                self.cancel_tasks_touching_in(&mut shard, &key, sid, &mut refunds);
+                self.remove_replicas_in(&mut shard, &key, |r| r.segment() == Some(sid), &mut refunds);
+                drop(shard);
+                self.apply_refunds(refunds);
+            }
         }
-        self.segments.remove(sid).map(|seg| seg.name)
+        self.segments_mut().remove(sid).map(|s| s.name.clone())
     }
 }

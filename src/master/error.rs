@@ -32,8 +32,6 @@ pub enum MasterError {
     TaskNotFound,
     /// The tenant's quota cannot hold the new replicas.
     TenantQuotaExceeded,
-    /// The operation is not implemented by this build of the reference master.
-    Unsupported,
 }
 
 impl MasterError {
@@ -53,7 +51,6 @@ impl MasterError {
             Self::ClientOffboarding => "CLIENT_OFFBOARDING",
             Self::TaskNotFound => "TASK_NOT_FOUND",
             Self::TenantQuotaExceeded => "TENANT_QUOTA_EXCEEDED",
-            Self::Unsupported => "UNSUPPORTED",
         }
     }
 }

@@ -3,11 +3,17 @@
 //! Every mount runs its work inside [`Liveness::mount`](crate::liveness::Liveness::mount): the
 //! work registers the segment (lifecycle `Mounting`) under the incarnation it is handed, and
 //! only when it succeeded is the signal committed and the segment switched to `Ok`. A failed
-//! mount changes nothing and, for a new client, creates no record.
+//! mount changes nothing and, for a new client, creates no record and interns no name.
+//!
+//! Locks: a membership path holds its client's stripe (two mounts of one client run one after
+//! the other; other clients' mounts and every request proceed) and the gate shared (a snapshot
+//! waits for it), and writes the segment table briefly. Ping takes nothing: a name lookup and
+//! the registry are lock-free, the signal is one CAS loop on the word.
 
-use super::segment::{Lifecycle, Segment, SegmentId, Segments};
-use super::{LocalDisk, Master, MasterError};
-use crate::liveness::{ClientId, ClientLivenessRecord, MountOutcome, PingStatus};
+use super::segment::{Lifecycle, Segment, Segments};
+use super::{lock, LocalDisk, MasterCore, MasterError};
+use crate::eligibility::Purpose;
+use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, MountOutcome, PingStatus};
 use crate::sync::Arc;
 use std::collections::BTreeMap;
 
@@ -20,54 +26,84 @@ pub struct SegmentSpec {
     pub size: u64,
 }
 
-/// Checks that `client` may (re)mount `name` of `size`: `Ok(true)` if it already holds it.
-fn check_segment(segments: &Segments, client: ClientId, name: &str, size: u64) -> Result<bool, MasterError> {
+/// Checks that `client` may (re)mount `name` of `size`.
+fn check_segment(segments: &Segments, client: ClientId, name: &str, size: u64) -> Result<(), MasterError> {
     if size == 0 {
         return Err(MasterError::InvalidParams);
     }
-    match segments.id_of(name).and_then(|id| segments.get(id)) {
-        None => Ok(false),
+    match segments.by_name(name) {
         Some(seg) if seg.owner.client() != client || seg.size != size => Err(MasterError::InvalidParams),
-        Some(_) => Ok(true),
+        _ => Ok(()),
     }
 }
 
-/// Registers the segments of `specs` not yet held by `rec` as `Mounting`; returns the new ids.
-fn add_segments(segments: &mut Segments, rec: &Arc<ClientLivenessRecord>, specs: &[SegmentSpec]) -> Vec<SegmentId> {
+/// Registers the segments of `specs` not yet held by `rec` as `Mounting`; returns them.
+fn add_segments(
+    segments: &mut Segments,
+    rec: &Arc<ClientLivenessRecord>,
+    client_name: &Arc<str>,
+    specs: &[SegmentSpec],
+) -> Vec<Arc<Segment>> {
     let mut added = Vec::new();
     for s in specs {
         if segments.id_of(&s.segment).is_none() {
-            added.push(segments.insert(Segment {
-                name: s.segment.clone(),
-                size: s.size,
-                used: 0,
-                owner: rec.clone(),
-                lifecycle: Lifecycle::Mounting,
-                keys: Default::default(),
+            added.push(segments.insert_with(|id| {
+                Segment::new(
+                    id,
+                    s.segment.clone(),
+                    client_name.clone(),
+                    s.size,
+                    rec.clone(),
+                    Lifecycle::Mounting,
+                )
             }));
         }
     }
     added
 }
 
-impl Master {
+impl MasterCore {
     /// MountSegment: a liveness signal when it succeeds (or the segment is already this client's).
-    pub fn mount(&mut self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
+    pub fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
+        self.mount_with_token(client, None, segment, size)
+    }
+
+    /// MountSegment with the caller's incarnation token (decisions.md question 4): a token
+    /// naming an incarnation that is not the current one is refused (`INVALID_PARAMS`, the
+    /// client must mount without it to start a new incarnation).
+    pub fn mount_with_token(
+        &self,
+        client: &str,
+        token: Option<Incarnation>,
+        segment: &str,
+        size: u64,
+    ) -> Result<(), MasterError> {
         let specs = [SegmentSpec {
             segment: segment.to_string(),
             size,
         }];
-        self.mount_segments(client, &specs, false)
+        self.mount_segments(client, token, &specs, false)
     }
 
     /// ReMount after `NEED_REMOUNT`: re-announces `specs` (an empty list is valid) and makes the
-    /// incarnation ready. All-or-nothing: one invalid segment fails the whole call.
-    pub fn remount(&mut self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
-        self.mount_segments(client, specs, true)
+    /// incarnation ready. All-or-nothing: one invalid segment fails the whole call. Like
+    /// Mooncake's post-promotion ReMount it then walks every metadata shard (one at a time) to
+    /// reconcile the client's replicas; the walk holds no lock a Ping or another client needs.
+    pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+        self.mount_segments(client, None, specs, true)?;
+        if let Some(id) = self.names.lookup(client) {
+            self.reconcile_walk(id);
+        }
+        Ok(())
     }
 
-    fn mount_segments(&mut self, client: &str, specs: &[SegmentSpec], remount: bool) -> Result<(), MasterError> {
-        let id = self.client_id(client);
+    fn mount_segments(
+        &self,
+        client: &str,
+        token: Option<Incarnation>,
+        specs: &[SegmentSpec],
+        remount: bool,
+    ) -> Result<(), MasterError> {
         let mut unique = BTreeMap::new();
         for s in specs {
             if unique
@@ -77,16 +113,19 @@ impl Master {
                 return Err(MasterError::InvalidParams);
             }
         }
+        let _stripe = self.stripe(client);
+        let _gate = self.gate_shared();
+        let (id, fresh) = self.id_for_mount(client);
         // A name unmounted by another client's offboarding job that is still pending stays taken
         // until the job completes (trace-format.md; found by the differential fuzz target). It is
         // checked inside the mount work, after the barrier: a client whose own incarnation is
         // being offboarded hears CLIENT_OFFBOARDING first.
         let reserved = specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id));
-        let segments = &mut self.segments;
-        let external = &mut self.external;
-        let outcome = self.live.mount(id, None, |rec| {
+        let client_name = self.names.name(id).unwrap_or_else(|| Arc::from(client));
+        let outcome = self.live.mount(id, token, |rec| {
+            let mut segments = self.segments_mut();
             for s in specs {
-                check_segment(segments, id, &s.segment, s.size)?;
+                check_segment(&segments, id, &s.segment, s.size)?;
             }
             if reserved {
                 return Err(MasterError::InvalidParams);
@@ -94,26 +133,44 @@ impl Master {
             // A segment this client already holds must belong to this very incarnation.
             if specs.iter().any(|s| {
                 segments
-                    .id_of(&s.segment)
-                    .and_then(|i| segments.get(i))
+                    .by_name(&s.segment)
                     .is_some_and(|seg| !Arc::ptr_eq(&seg.owner, rec))
             }) {
                 return Err(MasterError::InvalidParams);
             }
-            let added = add_segments(segments, rec, specs);
-            for sid in &added {
-                if let Some(seg) = segments.get(*sid) {
-                    external.put(&seg.name);
-                }
+            let added = add_segments(&mut segments, rec, &client_name, specs);
+            drop(segments);
+            let mut external = lock(&self.external);
+            for seg in &added {
+                external.put(&seg.name);
             }
             Ok(added)
         });
-        self.finish_mount(outcome, remount)
+        let result = self.finish_mount(outcome, remount);
+        if result.is_err() && fresh {
+            self.forget_if_unused(client, id);
+        }
+        result
+    }
+
+    /// The id a mount of `name` runs under, interning the name if it is new (`true`).
+    fn id_for_mount(&self, name: &str) -> (ClientId, bool) {
+        match self.names.lookup(name) {
+            Some(id) => (id, false),
+            None => (self.names.intern(name), true),
+        }
+    }
+
+    /// A first mount that failed leaves no name behind (item: unknown names create nothing).
+    fn forget_if_unused(&self, name: &str, id: ClientId) {
+        if self.live.registry().slot(id).is_none() {
+            self.names.forget(name, id);
+        }
     }
 
     fn finish_mount(
-        &mut self,
-        outcome: MountOutcome<Vec<SegmentId>, MasterError>,
+        &self,
+        outcome: MountOutcome<Vec<Arc<Segment>>, MasterError>,
         remount: bool,
     ) -> Result<(), MasterError> {
         match outcome {
@@ -123,10 +180,8 @@ impl Master {
                 recovered,
                 ..
             } => {
-                for sid in value {
-                    if let Some(seg) = self.segments.get_mut(sid) {
-                        seg.lifecycle = Lifecycle::Ok;
-                    }
+                for seg in value {
+                    seg.set_lifecycle(Lifecycle::Ok);
                 }
                 if remount {
                     record.set_ready(true);
@@ -138,9 +193,9 @@ impl Master {
             MountOutcome::Offboarding(_) => Err(MasterError::ClientOffboarding),
             MountOutcome::StaleToken => Err(MasterError::InvalidParams),
             MountOutcome::Lost(added, _) => {
-                for sid in added {
-                    if let Some(seg) = self.segments.remove(sid) {
-                        let _ = self.external.delete(&seg.name);
+                for seg in added {
+                    if let Some(seg) = self.segments_mut().remove(seg.id) {
+                        let _ = lock(&self.external).delete(&seg.name);
                     }
                 }
                 Err(MasterError::ClientOffboarding)
@@ -148,66 +203,121 @@ impl Master {
         }
     }
 
+    /// The post-promotion reconciliation pass of ReMount: every shard, one at a time, counting
+    /// the client's replicas whose segment still serves reads (Mooncake's ReMount rebuilds its
+    /// per-client view the same way, shard by shard). Returns the count.
+    pub(super) fn reconcile_walk(&self, client: ClientId) -> usize {
+        let mut found = 0;
+        for i in 0..self.shards.len() {
+            let shard = self.shards.lock(i);
+            for obj in shard.objects.values() {
+                found += obj
+                    .replicas
+                    .iter()
+                    .filter(|r| {
+                        r.owner().client() == client
+                            && r.segment_ref().is_none_or(|s| s.lifecycle().permits(Purpose::Read))
+                    })
+                    .count();
+            }
+        }
+        found
+    }
+
     /// MountLocalDiskSegment: registers the client's SSD; a liveness signal when it succeeds.
-    pub fn mount_local_disk(&mut self, client: &str, capacity: u64) -> Result<(), MasterError> {
+    pub fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
         if capacity == 0 {
             return Err(MasterError::InvalidParams);
         }
-        let id = self.client_id(client);
-        let disks = &mut self.local_disks;
-        let outcome = self.live.mount(id, None, |rec| match disks.get(&id) {
-            Some(d) if Arc::ptr_eq(&d.owner, rec) => Ok(false),
-            Some(_) => Err(MasterError::InvalidParams),
-            None => {
-                disks.insert(
-                    id,
-                    LocalDisk {
-                        owner: rec.clone(),
-                        capacity,
-                        used: 0,
-                        keys: Default::default(),
-                    },
-                );
-                Ok(true)
+        let _stripe = self.stripe(client);
+        let _gate = self.gate_shared();
+        let (id, fresh) = self.id_for_mount(client);
+        let client_name = self.names.name(id).unwrap_or_else(|| Arc::from(client));
+        let outcome = self.live.mount(id, None, |rec| {
+            let mut disks = lock(&self.local_disks);
+            match disks.get(&id) {
+                Some(d) if Arc::ptr_eq(&d.owner, rec) => Ok(false),
+                Some(_) => Err(MasterError::InvalidParams),
+                None => {
+                    disks.insert(
+                        id,
+                        LocalDisk {
+                            owner: rec.clone(),
+                            client_name: client_name.clone(),
+                            capacity,
+                            used: 0,
+                            keys: Default::default(),
+                        },
+                    );
+                    Ok(true)
+                }
             }
         });
-        match outcome {
+        let result = match outcome {
             MountOutcome::Mounted { recovered, .. } => {
                 self.push_transition(recovered);
                 Ok(())
             }
             MountOutcome::Failed(e) => Err(e),
+            MountOutcome::Lost(true, _) => {
+                lock(&self.local_disks).remove(&id);
+                Err(MasterError::ClientOffboarding)
+            }
             MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => Err(MasterError::ClientOffboarding),
             MountOutcome::StaleToken => Err(MasterError::InvalidParams),
+        };
+        if result.is_err() && fresh {
+            self.forget_if_unused(client, id);
         }
+        result
     }
 
-    /// Ping (not a path that touches any master structure besides the liveness core).
-    pub fn ping(&mut self, client: &str) -> PingStatus {
-        let id = self.client_id(client);
-        let out = self.live.ping(id, None);
+    /// Ping: takes no lock (a lock-free name lookup, the lock-free registry, one CAS loop on the
+    /// word). An unknown name is `NEED_REMOUNT` and creates nothing.
+    pub fn ping(&self, client: &str) -> PingStatus {
+        self.ping_with_token(client, None)
+    }
+
+    /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
+    pub fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
+        let Some(id) = self.names.lookup(client) else {
+            return PingStatus::NeedRemount;
+        };
+        let out = self.live.ping(id, token);
         self.push_transition(out.recovered);
         out.status
     }
 
     /// Voluntary unmount of one of the client's segments: its replicas and tasks go with it.
-    pub fn unmount(&mut self, client: &str, segment: &str) -> Result<(), MasterError> {
-        let id = self.client_id(client);
-        let sid = self.segments.id_of(segment).ok_or(MasterError::SegmentNotFound)?;
-        let owner = self
-            .segments
-            .get(sid)
-            .map(|s| s.owner.clone())
+    pub fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+        let _stripe = self.stripe(client);
+        let _gate = self.gate_shared();
+        let seg = self
+            .segments()
+            .by_name(segment)
+            .cloned()
             .ok_or(MasterError::SegmentNotFound)?;
-        if owner.client() != id {
+        if self.names.lookup(client) != Some(seg.owner.client()) {
             return Err(MasterError::InvalidParams);
         }
-        if !crate::eligibility::accepts_callbacks(&owner) {
+        if !crate::eligibility::accepts_callbacks(&seg.owner) {
             return Err(MasterError::ClientOffboarding);
         }
-        if let Some(name) = self.drop_segment(sid) {
-            let _ = self.external.delete(&name);
+        if let Some(name) = self.drop_segment(&seg) {
+            let _ = lock(&self.external).delete(&name);
         }
         Ok(())
+    }
+
+    /// The current record of `client` for a callback: unknown names are `ILLEGAL_CLIENT`, an
+    /// Offline (or offboarded) incarnation `UNAVAILABLE_IN_CURRENT_STATUS` (decisions.md:
+    /// callbacks from a Suspected client are accepted, from Offline or unknown ones refused).
+    pub(super) fn callback_record(&self, client: &str) -> Result<Arc<ClientLivenessRecord>, MasterError> {
+        let id = self.names.lookup(client).ok_or(MasterError::IllegalClient)?;
+        let rec = self.live.registry().get(id).ok_or(MasterError::IllegalClient)?;
+        if !crate::eligibility::accepts_callbacks(&rec) {
+            return Err(MasterError::UnavailableInCurrentStatus);
+        }
+        Ok(rec)
     }
 }

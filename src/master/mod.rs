@@ -1,52 +1,95 @@
 //! The reference master: a metadata-only model of Mooncake Store's master, faithful in the paths
-//! the RFC names, that routes every choice through [`eligibility`](crate::eligibility).
-//!
-//! Single-owner, deterministic data (`&mut self`, ordered maps, a seeded RNG). It owns a
-//! [`Liveness`] core and its [`Monitor`]; it has no atomics of its own: every liveness question
-//! goes to the seam, and every resource holds the `Arc` of the incarnation that created it.
+//! the RFC names, that routes every choice through [`eligibility`](crate::eligibility) — and is
+//! safe to drive from many request threads at once.
 //!
 //! | module | paths |
 //! |---|---|
 //! | `membership` | Mount, ReMount, Unmount, LocalDisk mount, Ping |
-//! | `data` | Put start/end/revoke, Get, Remove, allocation |
+//! | `data` | Put start/end/revoke, Get, Remove, allocation, eviction |
 //! | `work` | Copy/Move, task fetch and completion, drain, offload, promotion |
-//! | `offboard` | the synchronous `ClientOffboardingJob` steps |
+//! | `offboard` | the `ClientOffboardingJob` steps, inline or on the executor's workers |
+//! | `snapshot` | HA snapshots (a per-shard cut, never stop-the-world) and restore |
 //! | `nof` | NoF segments and their probe-driven health |
 //! | `query` | the diagnostic status query |
+//!
+//! # Ownership and locks
+//!
+//! [`Master`] is `Send + Sync`; every request path takes `&self`. State is split so that no
+//! request path takes a master-wide lock (STYLE §7), in the spirit of Mooncake's 1024
+//! metadata shards but without its global `client_mutex_` (which Ping shares with mounts) or
+//! its stop-the-world `snapshot_mutex_`:
+//!
+//! | lock | guards | taken by |
+//! |---|---|---|
+//! | — (lock-free) | liveness records, registry, names | Ping, every eligibility check |
+//! | client stripe (`Mutex`, by name hash) | one client's membership changes | Mount, ReMount, Unmount, LocalDisk mount |
+//! | `gate` (`RwLock`) | the set of segments, LocalDisk registrations and external entries | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
+//! | metadata shard `i` (`Mutex`) | objects of shard `i`, their recency, the tasks naming them | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
+//! | `segments` (`RwLock`) | the segment table | allocation (read), mount/unmount (write, brief) |
+//! | leaves (`Mutex` each) | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; events; stats; RNG | briefly, by the paths above |
+//!
+//! **Order** (a thread holding a lock only takes locks further down): client stripe → `gate` →
+//! one metadata shard → `segments` → one leaf. Leaves are never nested. Nothing takes a shard
+//! while holding `segments` or a leaf, so no cycle can form.
+//!
+//! | path | locks, in order | may wait for |
+//! |---|---|---|
+//! | Ping | none (registry load + one CAS on the word) | nothing |
+//! | Get | shard(key) | another request on the same shard |
+//! | Put | shard(key) → `segments` (read) → segment allocators, quotas | the same; a mount's brief table write |
+//! | Remove, callbacks | shard(key) → tasks/allocator/quotas leaves | the same |
+//! | Mount, ReMount | stripe → `gate` (shared) → `segments` (write); ReMount then walks every shard, one at a time | a snapshot in progress; one shard at a time |
+//! | offboarding `metadata` batch | one shard at a time → leaves | requests on that shard, for one key |
+//! | offboarding `segments`/`local_disk`/`external_metadata` | `gate` (shared) → … | a snapshot in progress |
+//! | tick | monitor mutex, then as offboarding | — |
+//! | snapshot | `gate` (exclusive) → one shard at a time → leaves | in-flight mounts; one shard at a time |
+//!
+//! Eligibility is still one atomic load of the owner's word, reached through the `Arc` the
+//! replica or segment holds; Ping and eligibility never take any lock above.
+//!
+//! **Allocation racing an Offline commit** (invariant 10): an allocation checks its segment's
+//! owner, reserves space, inserts the object under the shard lock and then re-checks the owner:
+//! if it is no longer Active the allocation is undone before the shard lock is released. The
+//! offboarding sweep starts only after the Offline commit and takes keys from the same segment
+//! index the reservation wrote, so either the sweep removes the replica or the re-check sees
+//! Offline and removes it: no object outlives its segment.
+//!
+//! One thread driving it (replay, simulate) gets the same output byte for byte: every lock is
+//! uncontended and every walk is in a fixed order.
 #![forbid(unsafe_code)]
 
 mod data;
 mod error;
 mod membership;
+mod names;
 pub mod nof;
 mod object;
 mod offboard;
 mod query;
 mod segment;
+mod shard;
 mod snapshot;
+mod stats;
 mod task;
 mod work;
 
 pub use error::MasterError;
 pub use membership::SegmentSpec;
 pub use object::{Object, Replica, ReplicaKind};
+pub use offboard::{OffboardingDriver, PendingJob};
 pub use query::{ClientStatus, QueryReport, SegmentStatus};
-pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentId, Segments};
+pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentAlloc, SegmentId, Segments};
+pub use shard::{Objects, Shard, Shards};
 pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, Incarnation, Liveness, Registry, Transition};
+use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Liveness, Registry, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
-use crate::sync::{Arc, CellArc};
-use crate::telemetry::{self, Stats};
+use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// The object table: a hash map with a fixed (unseeded) hasher, so that a run is the same run
-/// every time; nothing reports objects in iteration order without sorting them.
-pub type Objects = hashbrown::HashMap<String, Object, foldhash::fast::FixedState>;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Something the master did on its own (between operations) or as a side effect of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,6 +163,12 @@ pub struct TaskDesc {
 /// The tenant every trace `put` uses.
 pub const DEFAULT_TENANT: &str = "default";
 
+/// Default number of metadata shards (Mooncake's `kNumShards`).
+pub const DEFAULT_METADATA_SHARDS: usize = 1024;
+
+/// Membership stripes (per-client mount serialization).
+const STRIPES: usize = 256;
+
 /// One tenant's quota.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TenantQuota {
@@ -133,7 +182,9 @@ pub struct TenantQuota {
 #[derive(Debug)]
 pub struct LocalDisk {
     /// The incarnation that registered it.
-    pub owner: crate::sync::Arc<crate::liveness::ClientLivenessRecord>,
+    pub owner: Arc<ClientLivenessRecord>,
+    /// The client's name (what descriptors print).
+    pub client_name: Arc<str>,
     /// Capacity, bytes.
     pub capacity: u64,
     /// Bytes used by LocalDisk replicas and offloads in flight.
@@ -189,6 +240,11 @@ pub struct MasterOptions {
     /// suits a fleet of thousands; a master of a handful of clients (the differential fuzz
     /// target builds several per input) can take a few.
     pub registry_shards: usize,
+    /// Metadata shards (rounded up to a power of two, at least 1). One shard evicts in exact
+    /// global LRU order (replay uses one, as its examples pin that order).
+    pub metadata_shards: usize,
+    /// Who runs offboarding jobs (default: what `offboarding_mode` says).
+    pub offboarding: OffboardingDriver,
 }
 
 impl Default for MasterOptions {
@@ -198,66 +254,131 @@ impl Default for MasterOptions {
             seed: 0,
             seam_disabled: false,
             registry_shards: crate::liveness::DEFAULT_SHARDS,
+            metadata_shards: DEFAULT_METADATA_SHARDS,
+            offboarding: OffboardingDriver::FromConfig,
         }
     }
 }
 
-/// The reference master.
+/// The reference master: the shared state ([`MasterCore`], where every request path lives)
+/// plus, in asynchronous mode, the offboarding workers it started. Dropping it stops them.
 #[derive(Debug)]
 pub struct Master {
+    core: Arc<MasterCore>,
+}
+
+impl std::ops::Deref for Master {
+    type Target = MasterCore;
+    fn deref(&self) -> &MasterCore {
+        &self.core
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        // Breaks the core → executor → core cycle; jobs handed back are parked (and dropped
+        // with the master, as every other piece of its state).
+        self.core.stop_offboarding_workers();
+    }
+}
+
+/// Every request path of the master (reached through [`Master`]).
+#[derive(Debug)]
+pub struct MasterCore {
     live: Arc<Liveness>,
-    monitor: Monitor,
+    monitor: Mutex<Monitor>,
+    tick_ms: u64,
     options: MasterOptions,
-    rng: ChaCha8Rng,
-    names: BTreeMap<String, ClientId>,
-    ids: HashMap<ClientId, String>,
-    segments: Segments,
-    objects: Objects,
-    tasks: Tasks,
-    local_disks: BTreeMap<ClientId, LocalDisk>,
-    nof: nof::NofSegments,
-    quotas: BTreeMap<String, TenantQuota>,
-    offboarding: offboard::Offboarding,
-    lru: BTreeMap<u64, String>,
-    clock_lru: u64,
-    external: Box<dyn ExternalMetadata>,
-    events: Vec<MasterEvent>,
-    stats: Stats,
+    names: names::Names,
+    stripes: Box<[Mutex<()>]>,
+    gate: RwLock<()>,
+    segments: RwLock<Segments>,
+    shards: Shards,
+    tasks: Mutex<Tasks>,
+    local_disks: Mutex<BTreeMap<ClientId, LocalDisk>>,
+    nof: Mutex<nof::NofSegments>,
+    quotas: Mutex<BTreeMap<String, TenantQuota>>,
+    offboarding: Mutex<offboard::Offboarding>,
+    pool: Mutex<Option<offboard::Pool>>,
+    rng: Mutex<ChaCha8Rng>,
+    evict_cursor: AtomicU64,
+    external: Mutex<Box<dyn ExternalMetadata>>,
+    events: Mutex<Vec<MasterEvent>>,
+    stats: Mutex<stats::Counters>,
+}
+
+/// Locks `m`, recovering from a panic elsewhere (the data stays usable: every critical section
+/// leaves its table consistent before anything that can panic).
+pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Master {
-    /// A master on `clock` with `config`. With `offboarding_mode: async` the jobs its ticks
-    /// mint are collected for an executor ([`Master::take_jobs`]); with `sync` they run inline.
+    /// A master on `clock` with `config`. With `offboarding_mode: async` it starts
+    /// `offboarding_workers` worker threads that run the jobs its ticks mint (unless
+    /// `options.offboarding` says otherwise); with `sync` they run inline in the tick.
     pub fn new(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
-        let asynchronous = config.offboarding_mode == crate::config::OffboardingMode::Async;
-        let mut master = Self::build(clock, config, options);
-        master.hand_jobs_to_executor(asynchronous);
+        let driver = options.offboarding.resolve(&config);
+        let master = Self {
+            core: Arc::new(MasterCore::build(clock, config, options)),
+        };
+        master.core.set_driver(&master.core, driver);
         master
     }
 
+    /// Switches who runs offboarding jobs: `true` collects them for an embedder's executor
+    /// ([`MasterCore::take_jobs`]), `false` runs them inline at the tick. Jobs already collected
+    /// or parked are kept, never dropped.
+    pub fn hand_jobs_to_executor(&self, on: bool) {
+        let driver = if on {
+            OffboardingDriver::Outbox
+        } else {
+            OffboardingDriver::Inline
+        };
+        self.core.set_driver(&self.core, driver);
+    }
+
+    /// Starts the asynchronous worker pool now (see [`OffboardingDriver::Workers`]).
+    pub fn start_offboarding_workers(&self) {
+        self.core.set_driver(&self.core, OffboardingDriver::Workers);
+    }
+
+    /// Stops the worker pool (if any): the workers drain the queue for up to
+    /// `shutdown_drain_ms`, then every job not completed is handed back and parked in the
+    /// master, so the next snapshot records it and a restored master resumes it. Returns how
+    /// many were handed back.
+    pub fn shutdown_offboarding(&self) -> usize {
+        self.core.stop_offboarding_workers()
+    }
+}
+
+impl MasterCore {
     fn build(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
         let registry = Registry::with_shards(options.registry_shards);
         let live = Arc::new(Liveness::with_registry(clock, config, registry));
         let monitor = Monitor::new(&live);
+        let tick_ms = monitor.tick_ms();
         Self {
-            rng: ChaCha8Rng::seed_from_u64(options.seed),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
+            shards: Shards::new(options.metadata_shards),
             live,
-            monitor,
+            monitor: Mutex::new(monitor),
+            tick_ms,
             options,
-            names: BTreeMap::new(),
-            ids: HashMap::new(),
-            segments: Segments::default(),
-            objects: Objects::default(),
-            tasks: Tasks::default(),
-            local_disks: BTreeMap::new(),
-            nof: nof::NofSegments::default(),
-            quotas: BTreeMap::new(),
-            offboarding: offboard::Offboarding::default(),
-            lru: BTreeMap::new(),
-            clock_lru: 0,
-            external: Box::new(InMemoryMetadata::default()),
-            events: Vec::new(),
-            stats: Stats::default(),
+            names: names::Names::new(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            gate: RwLock::new(()),
+            segments: RwLock::new(Segments::default()),
+            tasks: Mutex::new(Tasks::default()),
+            local_disks: Mutex::new(BTreeMap::new()),
+            nof: Mutex::new(nof::NofSegments::default()),
+            quotas: Mutex::new(BTreeMap::new()),
+            offboarding: Mutex::new(offboard::Offboarding::default()),
+            pool: Mutex::new(None),
+            evict_cursor: AtomicU64::new(0),
+            external: Mutex::new(Box::new(InMemoryMetadata::default())),
+            events: Mutex::new(Vec::new()),
+            stats: Mutex::new(stats::Counters::default()),
         }
     }
 
@@ -266,15 +387,21 @@ impl Master {
         &self.live
     }
 
-    /// The monitor.
-    pub fn monitor(&self) -> &Monitor {
-        &self.monitor
+    /// The monitor (locked: a tick waits for the caller).
+    pub fn monitor(&self) -> MutexGuard<'_, Monitor> {
+        lock(&self.monitor)
+    }
+
+    /// The monitor's tick, ms.
+    pub fn tick_ms(&self) -> u64 {
+        self.tick_ms
     }
 
     /// Runs one monitor tick at the clock's time, then offboarding: retries that are due, then
-    /// the jobs this tick minted (first attempt at the committing tick).
-    pub fn tick(&mut self) {
-        let report = self.monitor.tick(&self.live);
+    /// the jobs this tick minted (first attempt at the committing tick, inline or handed to the
+    /// workers). Ticks from two threads at once run one after the other.
+    pub fn tick(&self) {
+        let report = lock(&self.monitor).tick(&self.live);
         for ev in report.events {
             self.record(match ev {
                 LivenessEvent::Transition(t) => MasterEvent::Transition(t),
@@ -296,104 +423,149 @@ impl Master {
         self.publish_gauges();
     }
 
-    /// A shared handle on the liveness core (Ping handlers use it without touching the master).
+    /// A shared handle on the liveness core (Ping handlers may use it without the master; their
+    /// recoveries are counted in [`MasterCore::stats`] all the same).
     pub fn liveness_handle(&self) -> Arc<Liveness> {
         self.live.clone()
     }
 
     /// Takes the events produced since the last call, in the order they happened.
-    pub fn take_events(&mut self) -> Vec<MasterEvent> {
-        std::mem::take(&mut self.events)
+    pub fn take_events(&self) -> Vec<MasterEvent> {
+        std::mem::take(&mut *lock(&self.events))
     }
 
-    /// The id of client `name` (interned on first use; interning creates no liveness record).
-    pub fn client_id(&mut self, name: &str) -> ClientId {
-        if let Some(id) = self.names.get(name) {
-            return *id;
-        }
-        let id = ClientId(self.names.len() as u128 + 1);
-        self.names.insert(name.to_string(), id);
-        self.ids.insert(id, name.to_string());
-        id
+    /// The id of client `name`, if a mount of it ever succeeded. Lock-free; creates nothing.
+    pub fn client_id(&self, name: &str) -> Option<ClientId> {
+        self.names.lookup(name)
     }
 
-    /// The id of client `name` if it was ever interned (a read-only [`Master::client_id`]).
+    /// The id of client `name` if it was ever interned (same as [`MasterCore::client_id`]).
     pub fn known_client_id(&self, name: &str) -> Option<ClientId> {
-        self.names.get(name).copied()
+        self.names.lookup(name)
     }
 
     /// The name of client `id`.
     pub fn client_name(&self, id: ClientId) -> String {
-        self.ids.get(&id).cloned().unwrap_or_else(|| id.to_string())
+        self.names.name(id).map_or_else(|| id.to_string(), |n| n.to_string())
     }
 
-    /// The segment table.
-    pub fn segments(&self) -> &Segments {
-        &self.segments
+    /// The current incarnation of client `name` (the token decisions.md question 4 promises:
+    /// pass it to [`MasterCore::ping_with_token`] / [`MasterCore::mount_with_token`]).
+    pub fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
+        let id = self.names.lookup(name)?;
+        self.live.registry().get(id).map(|r| r.incarnation())
     }
 
-    /// The object table (hash order; sort the keys when order matters).
-    pub fn objects(&self) -> &Objects {
-        &self.objects
+    /// The segment table (read-locked: release it before calling back into the master).
+    pub fn segments(&self) -> RwLockReadGuard<'_, Segments> {
+        self.segments.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The tasks.
-    pub fn tasks(&self) -> &Tasks {
-        &self.tasks
+    fn segments_mut(&self) -> crate::sync::RwLockWriteGuard<'_, Segments> {
+        self.segments.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// LocalDisk registrations.
-    pub fn local_disks(&self) -> &BTreeMap<ClientId, LocalDisk> {
-        &self.local_disks
+    /// The metadata shards.
+    pub fn shards(&self) -> &Shards {
+        &self.shards
+    }
+
+    /// A copy of every object, by key (diagnostics and tests: O(objects), one shard lock at a
+    /// time, so under concurrent writes it is a per-shard cut).
+    pub fn objects(&self) -> BTreeMap<String, Object> {
+        let mut out = BTreeMap::new();
+        for i in 0..self.shards.len() {
+            let shard = self.shards.lock(i);
+            out.extend(shard.objects.iter().map(|(k, o)| (k.clone(), o.clone())));
+        }
+        out
+    }
+
+    /// A copy of `key`'s object.
+    pub fn object(&self, key: &str) -> Option<Object> {
+        self.shards.lock_key(key).objects.get(key).cloned()
+    }
+
+    /// The tasks (locked).
+    pub fn tasks(&self) -> MutexGuard<'_, Tasks> {
+        lock(&self.tasks)
+    }
+
+    /// LocalDisk registrations (locked).
+    pub fn local_disks(&self) -> MutexGuard<'_, BTreeMap<ClientId, LocalDisk>> {
+        lock(&self.local_disks)
     }
 
     /// Bytes charged to all tenants (every replica, including ones being written).
     pub fn quota_used(&self) -> u64 {
-        self.quotas.values().map(|q| q.used).sum()
+        lock(&self.quotas).values().map(|q| q.used).sum()
     }
 
-    /// Per-tenant quota accounting.
-    pub fn quotas(&self) -> &BTreeMap<String, TenantQuota> {
-        &self.quotas
+    /// Per-tenant quota accounting (locked).
+    pub fn quotas(&self) -> MutexGuard<'_, BTreeMap<String, TenantQuota>> {
+        lock(&self.quotas)
     }
 
     /// Sets (or with `None` removes) a tenant's quota limit, bytes.
-    pub fn set_quota_limit(&mut self, tenant: &str, limit: Option<u64>) {
-        self.quotas.entry(tenant.to_string()).or_default().limit = limit;
+    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
+        lock(&self.quotas).entry(tenant.to_string()).or_default().limit = limit;
     }
 
-    fn charge(&mut self, tenant: &str, bytes: u64) {
-        // Saturating: sizes come from clients; a sum past u64::MAX must not wrap or panic.
-        let q = match self.quotas.get_mut(tenant) {
+    /// Charges `bytes` to `tenant` if its limit allows `bytes` more; `false` (nothing charged)
+    /// if it does not.
+    fn try_charge(&self, tenant: &str, bytes: u64) -> bool {
+        let mut quotas = lock(&self.quotas);
+        let q = match quotas.get_mut(tenant) {
             Some(q) => q,
-            None => self.quotas.entry(tenant.to_string()).or_default(),
+            None => quotas.entry(tenant.to_string()).or_default(),
+        };
+        // Saturating: sizes come from clients; a sum past u64::MAX must not wrap or panic.
+        let after = q.used.saturating_add(bytes);
+        if q.limit.is_some_and(|l| after > l) {
+            return false;
+        }
+        q.used = after;
+        true
+    }
+
+    /// Charges `bytes` to `tenant` whatever its limit (work admitted earlier, e.g. an offload
+    /// whose space was checked at admission).
+    fn charge(&self, tenant: &str, bytes: u64) {
+        let mut quotas = lock(&self.quotas);
+        let q = match quotas.get_mut(tenant) {
+            Some(q) => q,
+            None => quotas.entry(tenant.to_string()).or_default(),
         };
         q.used = q.used.saturating_add(bytes);
     }
 
-    fn refund(&mut self, tenant: &str, bytes: u64) {
-        if let Some(sink) = self.offboarding.deferred_refunds.as_mut() {
-            match sink.get_mut(tenant) {
-                Some(v) => *v += bytes,
-                None => {
-                    sink.insert(tenant.to_string(), bytes);
-                }
-            }
+    /// Would `tenant`'s limit allow `bytes` more now? (A hint: the charge re-checks.)
+    fn quota_allows(&self, tenant: &str, bytes: u64) -> bool {
+        lock(&self.quotas)
+            .get(tenant)
+            .is_none_or(|q| q.limit.is_none_or(|l| q.used.saturating_add(bytes) <= l))
+    }
+
+    fn apply_refunds(&self, refunds: Refunds) {
+        if refunds.is_empty() {
             return;
         }
-        if let Some(q) = self.quotas.get_mut(tenant) {
-            q.used = q.used.saturating_sub(bytes);
+        let mut quotas = lock(&self.quotas);
+        for (tenant, bytes) in refunds {
+            if let Some(q) = quotas.get_mut(&tenant) {
+                q.used = q.used.saturating_sub(bytes);
+            }
         }
     }
 
-    /// The external metadata store.
-    pub fn external_metadata(&self) -> &dyn ExternalMetadata {
-        self.external.as_ref()
+    /// The external metadata store (locked).
+    pub fn external_metadata(&self) -> MutexGuard<'_, Box<dyn ExternalMetadata>> {
+        lock(&self.external)
     }
 
-    /// The NoF segments.
-    pub fn nof(&mut self) -> &mut nof::NofSegments {
-        &mut self.nof
+    /// The NoF segments (locked).
+    pub fn nof(&self) -> MutexGuard<'_, nof::NofSegments> {
+        lock(&self.nof)
     }
 
     fn seam(&self) -> crate::eligibility::Seam {
@@ -402,57 +574,43 @@ impl Master {
         }
     }
 
-    /// Records an event: the event log, the `metrics` facade and [`Stats`].
-    fn record(&mut self, ev: MasterEvent) {
-        match &ev {
-            MasterEvent::Transition(t) => {
-                telemetry::transition(t);
-                self.stats.count_transition(t);
-            }
-            MasterEvent::StallDetected { ms, .. } => {
-                telemetry::stall(*ms);
-                self.stats.stalls += 1;
-                self.stats.stall_ms += ms;
-            }
-            MasterEvent::MassSuspicionBrake { engaged: true, .. } => {
-                telemetry::brake_engaged("mass_suspicion");
-                self.stats.brake_engagements += 1;
-            }
-            MasterEvent::MassSuspicionBrake { .. } => {}
-            MasterEvent::OffboardingRetry { step, .. } => {
-                telemetry::step_failed(*step);
-                self.stats.step_failures[*step as usize] += 1;
-            }
-            MasterEvent::Offboarded { .. } => self.stats.jobs_completed += 1,
-        }
-        self.events.push(ev);
+    fn stripe(&self, name: &str) -> MutexGuard<'_, ()> {
+        use std::hash::BuildHasher;
+        let h = foldhash::fast::FixedState::default().hash_one(name);
+        lock(&self.stripes[(h as usize) % STRIPES])
     }
 
-    /// The liveness and offboarding counters now.
-    pub fn stats(&self) -> Stats {
-        let registered = self.live.registry().len();
-        let suspected = self.live.suspected_count();
-        // Offline records are exactly the jobs not completed yet (they run inline or wait here).
-        let offline = self.offboarding_pending();
-        Stats {
-            active: registered.saturating_sub(suspected + offline),
-            suspected,
-            offline,
-            jobs_pending: self.offboarding_pending(),
-            ..self.stats.clone()
-        }
+    fn gate_shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn publish_gauges(&self) {
-        let s = self.stats();
-        telemetry::clients(s.active, s.suspected, s.offline);
-        let now = self.live.clock().base().now_ms();
-        telemetry::pending_jobs(s.jobs_pending, self.oldest_pending_age(now));
-    }
-
-    fn push_transition(&mut self, t: Option<Transition>) {
+    fn push_transition(&self, t: Option<Transition>) {
         if let Some(t) = t {
             self.record(MasterEvent::Transition(t));
         }
+    }
+}
+
+/// Quota refunds gathered while releasing replicas: tenant → bytes.
+pub(crate) type Refunds = BTreeMap<String, u64>;
+
+pub(crate) fn add_refund(refunds: &mut Refunds, tenant: &str, bytes: u64) {
+    match refunds.get_mut(tenant) {
+        Some(v) => *v = v.saturating_add(bytes),
+        None => {
+            refunds.insert(tenant.to_string(), bytes);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Master>();
+        check::<MasterCore>();
     }
 }

@@ -46,7 +46,8 @@ impl NofSegments {
             seg.failures = 0;
             return false;
         }
-        seg.failures += 1;
+        // Saturating: a restored count may be anything up to u32::MAX.
+        seg.failures = seg.failures.saturating_add(1);
         if seg.failures >= threshold {
             self.segments.remove(name);
             return true;
@@ -54,9 +55,14 @@ impl NofSegments {
         false
     }
 
-    /// Restores a segment's health state (snapshot).
-    pub fn restore(&mut self, name: &str, size: u64, failures: u32) {
+    /// Restores a segment's health state (snapshot); `false` if the name is taken or the size
+    /// is 0.
+    pub fn restore(&mut self, name: &str, size: u64, failures: u32) -> bool {
+        if size == 0 || self.segments.contains_key(name) {
+            return false;
+        }
         self.segments.insert(name.to_string(), NofSegment { size, failures });
+        true
     }
 
     /// Is `name` mounted (and so serving)?

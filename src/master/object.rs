@@ -1,6 +1,11 @@
 //! Objects and their replicas.
+//!
+//! An object lives in exactly one metadata shard (by the hash of its key) and is read and
+//! written only under that shard's lock. A replica holds the `Arc`s it needs to answer the
+//! serving question without any other lock: its segment (lifecycle: one load) and its owner
+//! incarnation (liveness: one load).
 
-use super::segment::{SegmentId, Segments};
+use super::segment::{Segment, SegmentId};
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
 use crate::liveness::ClientLivenessRecord;
 use crate::sync::Arc;
@@ -12,7 +17,7 @@ pub enum ReplicaKind {
     /// so the serving check is one load on a record the replica holds.
     Memory {
         /// The segment.
-        segment: SegmentId,
+        segment: Arc<Segment>,
         /// The segment's owner.
         owner: Arc<ClientLivenessRecord>,
     },
@@ -33,6 +38,15 @@ pub struct Replica {
 }
 
 impl Replica {
+    /// A memory replica on `segment`, not yet written.
+    pub(crate) fn memory(segment: Arc<Segment>) -> Self {
+        let owner = segment.owner.clone();
+        Self {
+            kind: ReplicaKind::Memory { segment, owner },
+            complete: false,
+        }
+    }
+
     /// The incarnation that owns the replica's storage.
     pub fn owner(&self) -> &Arc<ClientLivenessRecord> {
         match &self.kind {
@@ -40,20 +54,23 @@ impl Replica {
         }
     }
 
-    /// The memory segment, if any.
+    /// The memory segment's id, if any.
     pub fn segment(&self) -> Option<SegmentId> {
-        match self.kind {
+        self.segment_ref().map(|s| s.id)
+    }
+
+    /// The memory segment, if any.
+    pub fn segment_ref(&self) -> Option<&Arc<Segment>> {
+        match &self.kind {
             ReplicaKind::Memory { segment, .. } => Some(segment),
             ReplicaKind::LocalDisk { .. } => None,
         }
     }
 
     /// The seam's answer for handing this replica out to a reader.
-    pub fn eligibility(&self, seam: Seam, segments: &Segments) -> ServingEligibility {
-        let lifecycle_ok = match self.kind {
-            ReplicaKind::Memory { segment, .. } => segments
-                .get(segment)
-                .is_some_and(|s| s.lifecycle.permits(Purpose::Read)),
+    pub fn eligibility(&self, seam: Seam) -> ServingEligibility {
+        let lifecycle_ok = match &self.kind {
+            ReplicaKind::Memory { segment, .. } => segment.lifecycle().permits(Purpose::Read),
             ReplicaKind::LocalDisk { .. } => true,
         };
         seam.decide(self.owner(), self.complete, lifecycle_ok)
@@ -67,7 +84,7 @@ pub struct Object {
     pub tenant: String,
     /// Size in bytes (every replica holds all of it).
     pub size: u64,
-    /// Position in the eviction order (larger = used more recently).
+    /// Position in its shard's eviction order (larger = used more recently).
     pub touched: u64,
     /// Replicas, in the order they were added.
     pub replicas: Vec<Replica>,
@@ -75,6 +92,9 @@ pub struct Object {
     pub replication_task: Option<u64>,
     /// The offload or promotion task in flight, if any.
     pub tier_task: Option<u64>,
+    /// The incarnation that started the Put, when the caller named it (`put_as`); its
+    /// `put_end_as`/`put_revoke_as` are the only ones accepted. Not persisted in snapshots.
+    pub writer: Option<Arc<ClientLivenessRecord>>,
 }
 
 impl Object {

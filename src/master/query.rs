@@ -2,7 +2,7 @@
 //! (decisions.md, question 1), unlike descriptor queries, which follow the serving rule.
 
 use super::segment::Lifecycle;
-use super::Master;
+use super::{lock, MasterCore};
 use crate::liveness::LivenessState;
 
 /// One client in the diagnostic query.
@@ -24,6 +24,9 @@ pub struct ClientStatus {
     pub tasks: usize,
     /// Has a LocalDisk registration.
     pub local_disk: bool,
+    /// The parked offboarding job (attempts made, last error, next attempt), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<super::PendingJob>,
 }
 
 /// One segment in the diagnostic query.
@@ -56,7 +59,7 @@ pub struct QueryReport {
     pub segment: Option<SegmentStatus>,
 }
 
-impl Master {
+impl MasterCore {
     /// Diagnostic status, optionally restricted to one client and/or describing one segment.
     pub fn query(&self, client: Option<&str>, segment: Option<&str>) -> QueryReport {
         let mut clients: Vec<ClientStatus> = self
@@ -72,25 +75,26 @@ impl Master {
                     state: rec.state(),
                     ready: rec.is_ready(),
                     offboarding: rec.state() == LivenessState::Offline,
-                    segments: self.segments.owned_by(id).len(),
-                    tasks: self.tasks.of_client(id).len(),
-                    local_disk: self.local_disks.contains_key(&id),
+                    segments: self.segments().owned_by(id).len(),
+                    tasks: self.tasks().of_client(id).len(),
+                    local_disk: lock(&self.local_disks).contains_key(&id),
+                    job: self.pending_job_of(id, rec.incarnation()),
                 }
             })
             .filter(|c| client.is_none_or(|name| c.client == name))
             .collect();
         clients.sort_by(|a, b| a.client.cmp(&b.client));
         let segment = segment.and_then(|name| {
-            let seg = self.segments.get(self.segments.id_of(name)?)?;
+            let seg = self.segments().by_name(name)?.clone();
             Some(SegmentStatus {
                 segment: seg.name.clone(),
-                client: self.client_name(seg.owner.client()),
+                client: seg.client_name.to_string(),
                 incarnation: seg.owner.incarnation().0,
                 owner_state: seg.owner.state(),
-                lifecycle: seg.lifecycle,
+                lifecycle: seg.lifecycle(),
                 size: seg.size,
-                used: seg.used,
-                objects: seg.keys.len(),
+                used: seg.used(),
+                objects: seg.key_count(),
             })
         });
         QueryReport { clients, segment }

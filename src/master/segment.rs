@@ -1,9 +1,24 @@
 //! Memory segments: name, size, owner incarnation, lifecycle, per-segment allocator accounting,
 //! and the index of objects with a replica on the segment (what offboarding sweeps).
+//!
+//! # Ground rules
+//!
+//! - A [`Segment`] is shared (`Arc`) by the segment table, the replicas placed on it and the
+//!   tasks that target it. Its name, size and owner never change.
+//! - `lifecycle` is a word any path may read with one load; it is written by the membership
+//!   paths (mount commit, drain) and by unmount/offboarding, which store `Unmounting` *before*
+//!   they remove the segment's replicas, so a replica that still holds the `Arc` of a dropped
+//!   segment never serves again. Release/Acquire: a reader that sees `Ok` also sees the
+//!   segment's registration.
+//! - `alloc` (bytes used and the key index) is a leaf mutex: it is taken last, held for a few
+//!   instructions, and no other lock is taken while holding it.
+//! - The [`Segments`] table is behind the master's `RwLock`: written by mount, unmount and the
+//!   offboarding `segments` step (short), read by allocation and the diagnostic paths. Get never
+//!   takes it: a replica reaches its segment through its own `Arc`.
 
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
 use crate::liveness::{ClientId, ClientLivenessRecord};
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicU64, Mutex, MutexGuard, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A segment's lifecycle, independent of its owner's liveness (invariant 8).
@@ -27,59 +42,140 @@ impl Lifecycle {
             (Lifecycle::Ok, _) | (Lifecycle::Draining, Purpose::Read)
         )
     }
+
+    const ALL: [Lifecycle; 4] = [Self::Mounting, Self::Ok, Self::Draining, Self::Unmounting];
+
+    fn index(self) -> u64 {
+        Self::ALL.iter().position(|l| *l == self).unwrap_or(3) as u64
+    }
+
+    fn from_index(i: u64) -> Self {
+        // An out-of-range word fails closed: it serves nothing.
+        Self::ALL.get(i as usize).copied().unwrap_or(Self::Unmounting)
+    }
 }
 
 /// A stable handle of a mounted segment (never reused within a master).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SegmentId(pub(crate) u32);
 
-/// One mounted memory segment.
-#[derive(Debug)]
-pub struct Segment {
-    /// Its name (unique among mounted segments).
-    pub name: String,
-    /// Capacity, bytes.
-    pub size: u64,
+/// Allocator accounting of one segment (the leaf lock).
+#[derive(Debug, Default)]
+pub struct SegmentAlloc {
     /// Bytes allocated.
     pub used: u64,
-    /// The incarnation that mounted it; a later incarnation never makes it serve (invariant 13).
-    pub owner: Arc<ClientLivenessRecord>,
-    /// Lifecycle.
-    pub lifecycle: Lifecycle,
     /// Keys with a replica here.
     pub keys: BTreeSet<String>,
 }
 
+/// One mounted memory segment.
+#[derive(Debug)]
+pub struct Segment {
+    /// Its handle.
+    pub id: SegmentId,
+    /// Its name (unique among mounted segments).
+    pub name: String,
+    /// The owning client's name (what descriptors print).
+    pub client_name: Arc<str>,
+    /// Capacity, bytes.
+    pub size: u64,
+    /// The incarnation that mounted it; a later incarnation never makes it serve (invariant 13).
+    pub owner: Arc<ClientLivenessRecord>,
+    lifecycle: AtomicU64,
+    alloc: Mutex<SegmentAlloc>,
+}
+
 impl Segment {
+    /// A new segment in `lifecycle`.
+    pub(crate) fn new(
+        id: SegmentId,
+        name: String,
+        client_name: Arc<str>,
+        size: u64,
+        owner: Arc<ClientLivenessRecord>,
+        lifecycle: Lifecycle,
+    ) -> Self {
+        Self {
+            id,
+            name,
+            client_name,
+            size,
+            owner,
+            lifecycle: AtomicU64::new(lifecycle.index()),
+            alloc: Mutex::new(SegmentAlloc::default()),
+        }
+    }
+
+    /// The lifecycle now (one load).
+    pub fn lifecycle(&self) -> Lifecycle {
+        Lifecycle::from_index(self.lifecycle.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_lifecycle(&self, l: Lifecycle) {
+        self.lifecycle.store(l.index(), Ordering::Release);
+    }
+
+    /// The allocator accounting (a leaf lock: take nothing else while holding it).
+    pub fn alloc(&self) -> MutexGuard<'_, SegmentAlloc> {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes allocated.
+    pub fn used(&self) -> u64 {
+        self.alloc().used
+    }
+
     /// Free bytes.
     pub fn free(&self) -> u64 {
-        self.size - self.used
+        self.size.saturating_sub(self.used())
+    }
+
+    /// Objects with a replica here.
+    pub fn key_count(&self) -> usize {
+        self.alloc().keys.len()
     }
 
     /// The seam's answer for using this segment for `purpose`, needing `bytes` free to allocate.
     pub fn eligibility(&self, seam: Seam, purpose: Purpose, bytes: u64) -> ServingEligibility {
         let valid = purpose == Purpose::Read || self.free() >= bytes;
-        seam.decide(&self.owner, valid, self.lifecycle.permits(purpose))
+        seam.decide(&self.owner, valid, self.lifecycle().permits(purpose))
+    }
+
+    /// Reserves `size` bytes for `key` if the segment has room: the check and the charge are
+    /// one critical section, so two concurrent allocations never overcommit.
+    pub(crate) fn try_reserve(&self, key: &str, size: u64) -> bool {
+        if !self.lifecycle().permits(Purpose::Allocate) {
+            return false;
+        }
+        let mut a = self.alloc();
+        if self.size.saturating_sub(a.used) < size {
+            return false;
+        }
+        a.used += size;
+        a.keys.insert(key.to_string());
+        true
+    }
+
+    /// Releases `size` bytes of `key`.
+    pub(crate) fn release(&self, key: &str, size: u64) {
+        let mut a = self.alloc();
+        a.used = a.used.saturating_sub(size);
+        a.keys.remove(key);
     }
 }
 
-/// The segment table: a slab addressed by [`SegmentId`] plus a name index.
+/// The segment table: a slab addressed by [`SegmentId`] plus name and owner indexes.
 #[derive(Debug, Default)]
 pub struct Segments {
-    slab: Vec<Option<Segment>>,
+    slab: Vec<Option<Arc<Segment>>>,
     by_name: BTreeMap<String, SegmentId>,
     by_owner: BTreeMap<ClientId, BTreeSet<SegmentId>>,
 }
 
 impl Segments {
     /// The segment with this id, if still mounted.
-    pub fn get(&self, id: SegmentId) -> Option<&Segment> {
+    pub fn get(&self, id: SegmentId) -> Option<&Arc<Segment>> {
         self.slab.get(id.0 as usize).and_then(Option::as_ref)
-    }
-
-    /// Mutable access.
-    pub fn get_mut(&mut self, id: SegmentId) -> Option<&mut Segment> {
-        self.slab.get_mut(id.0 as usize).and_then(Option::as_mut)
     }
 
     /// The id of the segment named `name`.
@@ -87,17 +183,30 @@ impl Segments {
         self.by_name.get(name).copied()
     }
 
-    /// Adds a segment (the name must be free).
-    pub fn insert(&mut self, segment: Segment) -> SegmentId {
-        let id = SegmentId(self.slab.len() as u32);
-        self.by_name.insert(segment.name.clone(), id);
-        self.by_owner.entry(segment.owner.client()).or_default().insert(id);
-        self.slab.push(Some(segment));
-        id
+    /// The segment named `name`.
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Segment>> {
+        self.id_of(name).and_then(|id| self.get(id))
+    }
+
+    /// The id the next inserted segment gets.
+    pub(crate) fn next_id(&self) -> SegmentId {
+        SegmentId(self.slab.len() as u32)
+    }
+
+    /// Adds a segment built by `make` for the next id (the name must be free).
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce(SegmentId) -> Segment) -> Arc<Segment> {
+        let segment = Arc::new(make(self.next_id()));
+        self.by_name.insert(segment.name.clone(), segment.id);
+        self.by_owner
+            .entry(segment.owner.client())
+            .or_default()
+            .insert(segment.id);
+        self.slab.push(Some(segment.clone()));
+        segment
     }
 
     /// Removes a segment, returning it.
-    pub fn remove(&mut self, id: SegmentId) -> Option<Segment> {
+    pub(crate) fn remove(&mut self, id: SegmentId) -> Option<Arc<Segment>> {
         let seg = self.slab.get_mut(id.0 as usize)?.take()?;
         self.by_name.remove(&seg.name);
         let owner = seg.owner.client();
@@ -111,18 +220,26 @@ impl Segments {
     }
 
     /// The segments a client's incarnations own (the per-owner index offboarding uses).
-    pub fn owned_by(&self, client: ClientId) -> Vec<SegmentId> {
+    pub fn owned_by(&self, client: ClientId) -> Vec<Arc<Segment>> {
         self.by_owner
             .get(&client)
-            .map(|s| s.iter().copied().collect())
+            .map(|s| s.iter().filter_map(|id| self.get(*id).cloned()).collect())
             .unwrap_or_default()
     }
 
+    /// Slots of the slab (mounted or not): the range [`Segments::slot`] samples.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// The segment in slab slot `i`, if still mounted.
+    pub(crate) fn slot(&self, i: usize) -> Option<&Arc<Segment>> {
+        self.slab.get(i).and_then(Option::as_ref)
+    }
+
     /// Every mounted segment in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (SegmentId, &Segment)> {
-        self.by_name
-            .values()
-            .filter_map(move |id| self.get(*id).map(|s| (*id, s)))
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Segment>> {
+        self.by_name.values().filter_map(move |id| self.get(*id))
     }
 
     /// Number of mounted segments.
@@ -143,6 +260,7 @@ pub enum AllocationStrategy {
     /// Highest free ratio first (ties by name): deterministic.
     #[default]
     FreeRatioFirst,
-    /// Uniformly random among serving segments (seeded).
+    /// Uniformly random among serving segments (seeded): samples a bounded number of
+    /// candidates, so its cost does not grow with the number of segments.
     Random,
 }

@@ -1,29 +1,50 @@
 //! Taking and restoring HA snapshots of the master.
 //!
-//! Taking one never waits on offboarding: a snapshot is taken between operations, when every
-//! job is either complete or pending in the master with its progress, and the per-incarnation
-//! scratch its later steps need lives in the master too. Progress recorded is a lower bound
-//! (a job running on an executor is captured as not started): steps are idempotent and consume
-//! their inputs, so re-running them is harmless (invariant 19).
+//! # Taking one: a per-shard cut, never stop-the-world
 //!
-//! Restoring builds a *new* master; any inconsistency is refused before it is returned, so the
-//! running master is never touched by a bad snapshot. Every restored client is Active with a
-//! fresh active TTL and not ready; every resource is re-bound to its restored record; every
-//! pending job is re-minted by committing its restored record Suspected → Offline (the only way
-//! to mint a job) and resumed at the next tick, so the barrier survives failover.
+//! A snapshot runs while requests run. It holds the membership gate exclusively (mounts,
+//! unmounts and the offboarding steps that unmount wait; Ping, Get, Put, Remove, callbacks,
+//! ticks and the offboarding `metadata` batches do not) and copies:
+//! 1. the segment table, LocalDisk registrations and external entries (stable under the gate);
+//! 2. each metadata shard in turn, under its lock, with the tasks naming its objects (every
+//!    change to an object and its tasks happens under that lock: each shard is a consistent cut);
+//! 3. *then* the registry, names, parked jobs, scratch, quotas limits and NoF.
+//!
+//! Why this is never torn (invariant 19): an offboarding sweep starts only after its Offline
+//! commit, and Offline is terminal, so any incarnation whose objects a sweep touched before some
+//! shard was copied is already Offline when the registry is copied in step 3: it is captured
+//! with its job, which a restored master resumes (steps are idempotent and consume their inputs,
+//! so progress recorded as a lower bound is safe). No job can *complete* during the snapshot —
+//! its `segments` step needs the gate — so no incarnation captured in a shard disappears from
+//! the registry before step 3. No mount can publish a new incarnation or segment meanwhile.
+//!
+//! Derived state is not trusted across the cut: segment usage and key indexes, LocalDisk usage
+//! and keys, and quota usage are recomputed at restore from the objects, tasks and scratch the
+//! snapshot holds (they are sums over them), so they balance whatever moment each shard was
+//! copied at.
+//!
+//! # Restoring
+//!
+//! Restoring builds a *new* master; any inconsistency is refused before it is returned, with an
+//! error naming what is wrong (a snapshot can pass its checksum and still contradict itself).
+//! Every restored client is Active with a fresh active TTL and not ready; every resource is
+//! re-bound to its restored record; every pending job is re-minted by committing its restored
+//! record Suspected → Offline (the only way to mint a job), stamped with the restore time, and
+//! handed to whoever runs jobs in the new master (inline, the outbox or the workers), so the
+//! barrier survives failover in both offboarding modes.
 
 use super::object::{Object, Replica, ReplicaKind};
 use super::offboard::Scratch;
 use super::segment::Segment;
-use super::task::Task;
-use super::{LocalDisk, Master, MasterOptions};
+use super::task::{Task, TaskKind};
+use super::{lock, LocalDisk, Master, MasterCore, MasterOptions};
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
 use crate::offboarding::ClientOffboardingJob;
 use crate::snapshot::*;
 use crate::sync::{Arc, CellArc};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 type Records = BTreeMap<(u128, u64), Arc<ClientLivenessRecord>>;
 
@@ -40,10 +61,14 @@ fn bad(msg: String) -> SnapshotError {
     SnapshotError::Inconsistent(msg)
 }
 
-impl Master {
-    /// Captures the master's metadata.
+impl MasterCore {
+    /// Captures the master's metadata while requests run (see the module doc).
     pub fn snapshot(&self) -> Snapshot {
-        let names = self.names.iter().map(|(n, id)| (n.clone(), id.0)).collect();
+        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        let segments = self.segment_snaps();
+        let local_disks = lock(&self.local_disks).values().map(local_disk_snap).collect();
+        let external = lock(&self.external).entries();
+        let (objects, tasks) = self.shard_snaps();
         let clients = self
             .live
             .registry()
@@ -63,20 +88,32 @@ impl Master {
             .into_iter()
             .map(|(c, n)| (c.0, n.0))
             .collect();
+        let names = self
+            .names
+            .all()
+            .into_iter()
+            .map(|(n, id)| (n.to_string(), id.0))
+            .collect();
         Snapshot {
             version: FORMAT_VERSION,
             names,
             clients,
             vacant,
-            segments: self.segment_snaps(),
-            objects: self.object_snaps(),
-            tasks: self.tasks.iter().map(|t| self.task_snap(t)).collect(),
-            next_task_id: self.tasks.last_id(),
-            local_disks: self.local_disks.values().map(local_disk_snap).collect(),
-            quotas: self.quotas.iter().map(|(t, q)| (t.clone(), q.used, q.limit)).collect(),
-            lru_clock: self.clock_lru,
-            nof: self.nof.iter().map(|(n, s)| (n.clone(), s.size, s.failures)).collect(),
-            external: self.external.entries(),
+            segments,
+            objects,
+            next_task_id: lock(&self.tasks).last_id(),
+            tasks,
+            local_disks,
+            quotas: lock(&self.quotas)
+                .iter()
+                .map(|(t, q)| (t.clone(), q.used, q.limit))
+                .collect(),
+            lru_clock: self.shards.clock(),
+            nof: lock(&self.nof)
+                .iter()
+                .map(|(n, s)| (n.clone(), s.size, s.failures))
+                .collect(),
+            external,
             scratch: self
                 .scratch()
                 .iter()
@@ -86,90 +123,105 @@ impl Master {
     }
 
     fn job_snap(&self, rec: &ClientLivenessRecord) -> Option<JobSnap> {
-        if self.seam_says_retained(rec) {
+        if crate::eligibility::accepts_callbacks(rec) {
             return None;
         }
-        let (steps_done, attempts, committed_at_ms) = self
-            .pending_progress(rec.client(), rec.incarnation())
-            .unwrap_or_else(|| (Vec::new(), 0, self.live.clock().base().now_ms()));
+        let (steps_done, attempts) = self
+            .pending_job_of(rec.client(), rec.incarnation())
+            .map_or((Vec::new(), 0), |j| (j.steps_done, j.attempts));
         Some(JobSnap {
             steps_done,
             attempts,
-            committed_at_ms,
+            committed_at_ms: self.live.clock().base().now_ms(),
         })
     }
 
-    fn seam_says_retained(&self, rec: &ClientLivenessRecord) -> bool {
-        crate::eligibility::accepts_callbacks(rec)
-    }
-
     fn segment_snaps(&self) -> Vec<SegmentSnap> {
-        self.segments
+        self.segments()
             .iter()
-            .map(|(_, s)| SegmentSnap {
+            .map(|s| SegmentSnap {
                 name: s.name.clone(),
                 size: s.size,
-                used: s.used,
+                used: s.used(),
                 owner: s.owner.client().0,
                 incarnation: s.owner.incarnation().0,
-                lifecycle: s.lifecycle,
+                lifecycle: s.lifecycle(),
             })
             .collect()
     }
 
-    fn object_snap(&self, key: &str, o: &Object) -> ObjectSnap {
-        let replicas = o
-            .replicas
-            .iter()
-            .map(|r| match &r.kind {
-                ReplicaKind::Memory { segment, .. } => ReplicaSnap::Memory {
-                    segment: self.segments.get(*segment).map(|s| s.name.clone()).unwrap_or_default(),
-                    complete: r.complete,
-                },
-                ReplicaKind::LocalDisk { owner } => ReplicaSnap::LocalDisk {
-                    owner: owner.client().0,
-                    incarnation: owner.incarnation().0,
-                    complete: r.complete,
-                },
-            })
-            .collect();
-        ObjectSnap {
-            key: key.to_string(),
-            tenant: o.tenant.clone(),
-            size: o.size,
-            touched: o.touched,
-            replicas,
-            replication_task: o.replication_task,
-            tier_task: o.tier_task,
+    /// Every shard, one lock at a time, with the tasks naming its objects.
+    fn shard_snaps(&self) -> (Vec<ObjectSnap>, Vec<TaskSnap>) {
+        let mut entries: Vec<(u128, String, ObjectSnap)> = Vec::new();
+        let mut tasks = Vec::new();
+        for i in 0..self.shards.len() {
+            let shard = self.shards.lock(i);
+            entries.extend(
+                shard
+                    .objects
+                    .iter()
+                    .map(|(k, o)| (key_prefix(k), k.clone(), object_snap(k, o))),
+            );
+            let table = lock(&self.tasks);
+            tasks.extend(
+                table
+                    .of_shard(i)
+                    .into_iter()
+                    .filter_map(|id| table.get(id))
+                    .map(task_snap),
+            );
         }
+        // Keys are unique, so the unstable sort is deterministic; comparing key prefixes held
+        // inline saves a cache miss per comparison (`snapshot/encode_1m`).
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        tasks.sort_by_key(|t: &TaskSnap| t.id);
+        (entries.into_iter().map(|e| e.2).collect(), tasks)
     }
+}
 
-    /// Objects in key order (the table itself is a hash map).
-    fn object_snaps(&self) -> Vec<ObjectSnap> {
-        // Keys are unique, so the unstable sort is deterministic. Sorting the entries (not the
-        // keys) saves a second hash lookup per object, and comparing key prefixes held inline
-        // saves a cache miss per comparison (`snapshot/encode_1m`: 913 ms before, 362 ms after).
-        let mut entries: Vec<(u128, &String, &Object)> =
-            self.objects.iter().map(|(k, o)| (key_prefix(k), k, o)).collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-        entries.into_iter().map(|(_, k, o)| self.object_snap(k, o)).collect()
+fn object_snap(key: &str, o: &Object) -> ObjectSnap {
+    let replicas = o
+        .replicas
+        .iter()
+        .map(|r| match &r.kind {
+            ReplicaKind::Memory { segment, .. } => ReplicaSnap::Memory {
+                segment: segment.name.clone(),
+                complete: r.complete,
+            },
+            ReplicaKind::LocalDisk { owner } => ReplicaSnap::LocalDisk {
+                owner: owner.client().0,
+                incarnation: owner.incarnation().0,
+                complete: r.complete,
+            },
+        })
+        .collect();
+    ObjectSnap {
+        key: key.to_string(),
+        tenant: o.tenant.clone(),
+        size: o.size,
+        touched: o.touched,
+        replicas,
+        replication_task: o.replication_task,
+        tier_task: o.tier_task,
     }
+}
 
-    fn task_snap(&self, t: &Task) -> TaskSnap {
-        let name = |sid: Option<super::SegmentId>| sid.and_then(|s| self.segments.get(s)).map(|s| s.name.clone());
-        TaskSnap {
-            id: t.id,
-            kind: t.kind,
-            key: t.key.clone(),
-            executor: t.executor.client().0,
-            incarnation: t.executor.incarnation().0,
-            source: name(t.source),
-            target: name(t.target),
-            delivered: t.delivered,
-        }
+fn task_snap(t: &Task) -> TaskSnap {
+    TaskSnap {
+        id: t.id,
+        kind: t.kind,
+        key: t.key.clone(),
+        executor: t.executor.client().0,
+        incarnation: t.executor.incarnation().0,
+        source: t.source.as_ref().map(|s| s.name.clone()),
+        target: t.target.as_ref().map(|s| s.name.clone()),
+        delivered: t.delivered,
     }
+}
 
-    /// Builds a master from `snap` on `clock` (the failover time is the clock's now).
+impl Master {
+    /// Builds a master from `snap` on `clock` (the failover time is the clock's now), or refuses
+    /// a snapshot that contradicts itself, naming what is wrong.
     pub fn restore(
         clock: CellArc<dyn Clock>,
         config: LivenessConfig,
@@ -182,106 +234,144 @@ impl Master {
                 supported: FORMAT_VERSION,
             });
         }
-        let mut m = Master::new(clock, config, options);
+        let m = Master::new(clock, config, options);
         for (name, id) in &snap.names {
-            if m.names.insert(name.clone(), ClientId(*id)).is_some()
-                || m.ids.insert(ClientId(*id), name.clone()).is_some()
-            {
+            if !m.names.restore(name, ClientId(*id)) {
                 return Err(bad(format!("client {name:?} / id {id} named twice")));
             }
         }
-        let (records, jobs) = m.restore_clients(snap)?;
-        m.restore_segments(snap, &records)?;
-        m.restore_objects(snap, &records)?;
-        m.restore_tasks(snap, &records)?;
-        for (tenant, used, limit) in &snap.quotas {
-            let q = m.quotas.entry(tenant.clone()).or_default();
-            q.used = *used;
-            q.limit = *limit;
+        let mut r = Restorer {
+            m: &m,
+            snap,
+            records: Records::new(),
+            quota_used: BTreeMap::new(),
+        };
+        let jobs = r.clients()?;
+        r.segments()?;
+        r.local_disks()?;
+        r.objects()?;
+        r.tasks()?;
+        let scratch = r.scratch(&jobs)?;
+        r.quotas();
+        m.shards.restore_clock(snap.lru_clock);
+        {
+            let mut nof = lock(&m.nof);
+            for (name, size, failures) in &snap.nof {
+                if !nof.restore(name, *size, *failures) {
+                    return Err(bad(format!("NoF segment {name:?} listed twice or of size 0")));
+                }
+            }
         }
-        m.clock_lru = snap.lru_clock;
-        for (name, size, failures) in &snap.nof {
-            m.nof.restore(name, *size, *failures);
+        {
+            let mut external = lock(&m.external);
+            for name in &snap.external {
+                external.put(name);
+            }
         }
-        for name in &snap.external {
-            m.external.put(name);
-        }
-        let scratch = snap
-            .scratch
-            .iter()
-            .map(|s| {
-                let scratch = Scratch {
-                    refunds: s.refunds.clone(),
-                    segment_names: s.segment_names.clone(),
-                };
-                ((ClientId(s.client), Incarnation(s.incarnation)), scratch)
-            })
-            .collect();
-        let now = m.live.clock().base().now_ms();
-        m.restore_offboarding(scratch, jobs, now);
+        m.note_restored_offline(jobs.len() as u64);
+        m.restore_offboarding(scratch, jobs);
         Ok(m)
+    }
+}
+
+/// The restore in progress: each method restores one table and checks it against the others.
+struct Restorer<'a> {
+    m: &'a Master,
+    snap: &'a Snapshot,
+    records: Records,
+    /// Quota usage recomputed from what is restored.
+    quota_used: BTreeMap<String, u64>,
+}
+
+impl Restorer<'_> {
+    fn owner(&self, id: u128, inc: u64, what: &str) -> Result<Arc<ClientLivenessRecord>, SnapshotError> {
+        self.records.get(&(id, inc)).cloned().ok_or_else(|| {
+            bad(format!(
+                "{what} owned by client {id} incarnation {inc}, which is not in the snapshot"
+            ))
+        })
+    }
+
+    fn charge(&mut self, tenant: &str, bytes: u64) {
+        let q = self.quota_used.entry(tenant.to_string()).or_default();
+        *q = q.saturating_add(bytes);
     }
 
     /// Records: Active with a fresh active TTL and not ready, or Offline with a re-minted job.
-    fn restore_clients(&mut self, snap: &Snapshot) -> Result<(Records, Vec<ClientOffboardingJob>), SnapshotError> {
-        for (id, last) in &snap.vacant {
-            if !self.live.registry().restore_vacant(ClientId(*id), Incarnation(*last)) {
+    fn clients(&mut self) -> Result<Vec<ClientOffboardingJob>, SnapshotError> {
+        let live = &self.m.live;
+        for (id, last) in &self.snap.vacant {
+            if !live.registry().restore_vacant(ClientId(*id), Incarnation(*last)) {
                 return Err(bad(format!("client {id} listed twice")));
             }
         }
-        let mut records = Records::new();
+        let now = live.clock().base().now_ms();
         let mut jobs = Vec::new();
-        for c in &snap.clients {
+        for c in &self.snap.clients {
             let (id, inc) = (ClientId(c.id), Incarnation(c.incarnation));
-            let (rec, proof) = self
-                .live
+            let (rec, proof) = live
                 .restore_incarnation(id, inc, c.job.is_some())
                 .ok_or_else(|| bad(format!("client {} listed twice", c.id)))?;
             if let (Some(j), Some(proof)) = (&c.job, proof) {
-                let mut job = ClientOffboardingJob::from_commit(rec.clone(), proof, j.committed_at_ms);
+                // Stamped with the restore time: job-age metrics are this process's clock.
+                let mut job = ClientOffboardingJob::from_commit(rec.clone(), proof, now);
                 job.restore_progress(&j.steps_done, j.attempts);
                 jobs.push(job);
             }
-            records.insert((c.id, c.incarnation), rec);
+            self.records.insert((c.id, c.incarnation), rec);
         }
-        Ok((records, jobs))
+        Ok(jobs)
     }
 
-    fn restore_segments(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
-        for s in &snap.segments {
-            let owner = owner_of(records, s.owner, s.incarnation, &s.name)?;
-            if self.segments.id_of(&s.name).is_some() || s.used > s.size {
-                return Err(bad(format!("segment {} duplicated or over-full", s.name)));
+    fn segments(&mut self) -> Result<(), SnapshotError> {
+        let mut table = self.m.segments_mut();
+        for s in &self.snap.segments {
+            let owner = self.owner(s.owner, s.incarnation, &format!("segment {}", s.name))?;
+            if table.id_of(&s.name).is_some() || s.size == 0 {
+                return Err(bad(format!("segment {} duplicated or of size 0", s.name)));
             }
-            self.segments.insert(Segment {
-                name: s.name.clone(),
-                size: s.size,
-                used: s.used,
-                owner,
-                lifecycle: s.lifecycle,
-                keys: Default::default(),
-            });
+            let client_name = self
+                .m
+                .names
+                .name(owner.client())
+                .unwrap_or_else(|| Arc::from(owner.client().to_string()));
+            table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
         }
         Ok(())
     }
 
-    fn restore_objects(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
-        for d in &snap.local_disks {
-            let owner = owner_of(records, d.client, d.incarnation, "local disk")?;
-            if self.local_disks.contains_key(&ClientId(d.client)) {
+    fn local_disks(&mut self) -> Result<(), SnapshotError> {
+        let mut disks = lock(&self.m.local_disks);
+        for d in &self.snap.local_disks {
+            let owner = self.owner(d.client, d.incarnation, "local disk")?;
+            if disks.contains_key(&ClientId(d.client)) {
                 return Err(bad(format!("client {} has two LocalDisk registrations", d.client)));
             }
-            let keys = d.keys.iter().cloned().collect();
+            let client_name = self
+                .m
+                .names
+                .name(owner.client())
+                .unwrap_or_else(|| Arc::from(owner.client().to_string()));
+            // Usage and keys are recomputed from the objects and tasks below.
             let disk = LocalDisk {
                 owner,
+                client_name,
                 capacity: d.capacity,
-                used: d.used,
-                keys,
+                used: 0,
+                keys: Default::default(),
             };
-            self.local_disks.insert(ClientId(d.client), disk);
+            disks.insert(ClientId(d.client), disk);
         }
-        for o in &snap.objects {
-            if self.objects.contains_key(&o.key) || self.lru.contains_key(&o.touched) {
+        Ok(())
+    }
+
+    fn objects(&mut self) -> Result<(), SnapshotError> {
+        let mut touched = BTreeSet::new();
+        for o in &self.snap.objects {
+            if o.replicas.is_empty() || o.size == 0 {
+                return Err(bad(format!("object {:?} has no replica or size 0", o.key)));
+            }
+            if !touched.insert(o.touched) {
                 return Err(bad(format!(
                     "object {:?} (or its recency {}) listed twice",
                     o.key, o.touched
@@ -289,18 +379,12 @@ impl Master {
             }
             let mut replicas: Vec<Replica> = Vec::new();
             for r in &o.replicas {
-                let replica = self.restore_replica(&o.key, r, records)?;
-                let twin = replicas.iter().any(|x| match (&x.kind, &replica.kind) {
-                    (ReplicaKind::Memory { segment: a, .. }, ReplicaKind::Memory { segment: b, .. }) => a == b,
-                    (ReplicaKind::LocalDisk { owner: a }, ReplicaKind::LocalDisk { owner: b }) => Arc::ptr_eq(a, b),
-                    _ => false,
-                });
-                if twin {
+                let replica = self.replica(o, r)?;
+                if replicas.iter().any(|x| same_place(x, &replica)) {
                     return Err(bad(format!("object {:?} has two replicas in one place", o.key)));
                 }
                 replicas.push(replica);
             }
-            self.lru.insert(o.touched, o.key.clone());
             let object = Object {
                 tenant: o.tenant.clone(),
                 size: o.size,
@@ -308,79 +392,205 @@ impl Master {
                 replicas,
                 replication_task: o.replication_task,
                 tier_task: o.tier_task,
+                writer: None,
             };
-            self.objects.insert(o.key.clone(), object);
+            let mut shard = self.m.shards.lock_key(&o.key);
+            if shard.objects.contains_key(&o.key) {
+                return Err(bad(format!("object {:?} listed twice", o.key)));
+            }
+            shard.insert(&o.key, object, o.touched);
         }
         Ok(())
     }
 
-    fn restore_replica(&mut self, key: &str, r: &ReplicaSnap, records: &Records) -> Result<Replica, SnapshotError> {
-        Ok(match r {
+    /// One replica, charged to its segment or disk and to the tenant's quota.
+    fn replica(&mut self, o: &ObjectSnap, r: &ReplicaSnap) -> Result<Replica, SnapshotError> {
+        let key = &o.key;
+        let replica = match r {
             ReplicaSnap::Memory { segment, complete } => {
-                let sid = self
-                    .segments
-                    .id_of(segment)
+                let seg = self
+                    .m
+                    .segments()
+                    .by_name(segment)
+                    .cloned()
                     .ok_or_else(|| bad(format!("object {key} on unknown segment {segment}")))?;
-                let seg = self.segments.get_mut(sid).expect("just looked up");
-                seg.keys.insert(key.to_string());
-                Replica {
-                    kind: ReplicaKind::Memory {
-                        segment: sid,
-                        owner: seg.owner.clone(),
-                    },
-                    complete: *complete,
+                {
+                    let mut a = seg.alloc();
+                    a.used = a.used.saturating_add(o.size);
+                    if a.used > seg.size {
+                        return Err(bad(format!("segment {segment} holds more than its size {}", seg.size)));
+                    }
+                    a.keys.insert(key.clone());
                 }
+                let mut rep = Replica::memory(seg);
+                rep.complete = *complete;
+                rep
             }
             ReplicaSnap::LocalDisk {
                 owner,
                 incarnation,
                 complete,
-            } => Replica {
-                kind: ReplicaKind::LocalDisk {
-                    owner: owner_of(records, *owner, *incarnation, key)?,
-                },
-                complete: *complete,
-            },
-        })
+            } => {
+                let owner = self.owner(*owner, *incarnation, key)?;
+                let mut disks = lock(&self.m.local_disks);
+                let disk = disks
+                    .get_mut(&owner.client())
+                    .filter(|d| Arc::ptr_eq(&d.owner, &owner))
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "object {key} on the LocalDisk of client {}, which has none",
+                            owner.client()
+                        ))
+                    })?;
+                disk.used = disk.used.saturating_add(o.size);
+                disk.keys.insert(key.clone());
+                Replica {
+                    kind: ReplicaKind::LocalDisk { owner },
+                    complete: *complete,
+                }
+            }
+        };
+        self.charge(&o.tenant, o.size);
+        Ok(replica)
     }
 
-    fn restore_tasks(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
-        for t in &snap.tasks {
-            let executor = owner_of(records, t.executor, t.incarnation, &t.key)?;
-            if self.tasks.get(t.id).is_some() {
-                return Err(bad(format!("task {} listed twice", t.id)));
+    fn tasks(&mut self) -> Result<(), SnapshotError> {
+        let mut seen = BTreeSet::new();
+        for t in &self.snap.tasks {
+            if !seen.insert(t.id) || t.id > self.snap.next_task_id {
+                return Err(bad(format!(
+                    "task {} listed twice or past next id {}",
+                    t.id, self.snap.next_task_id
+                )));
             }
-            let seg = |name: &Option<String>| -> Result<Option<super::SegmentId>, SnapshotError> {
-                match name {
-                    None => Ok(None),
-                    Some(n) => self
-                        .segments
-                        .id_of(n)
-                        .map(Some)
-                        .ok_or_else(|| bad(format!("task {} names unknown segment {n}", t.id))),
+            let task = self.task(t)?;
+            lock(&self.m.tasks).restore(task, self.snap.next_task_id);
+        }
+        // Every task an object names must exist (and name that object, checked above).
+        for o in &self.snap.objects {
+            for id in o.replication_task.iter().chain(o.tier_task.iter()) {
+                if !seen.contains(id) {
+                    return Err(bad(format!(
+                        "object {:?} names task {id}, which is not in the snapshot",
+                        o.key
+                    )));
                 }
-            };
-            let task = Task {
-                id: t.id,
-                kind: t.kind,
-                key: t.key.clone(),
-                executor,
-                source: seg(&t.source)?,
-                target: seg(&t.target)?,
-                delivered: t.delivered,
-            };
-            self.tasks.restore(task, snap.next_task_id);
+            }
         }
         Ok(())
     }
+
+    fn task(&mut self, t: &TaskSnap) -> Result<Task, SnapshotError> {
+        let executor = self.owner(t.executor, t.incarnation, &format!("task {}", t.id))?;
+        let seg = |name: &Option<String>| -> Result<Option<Arc<Segment>>, SnapshotError> {
+            match name {
+                None => Ok(None),
+                Some(n) => self
+                    .m
+                    .segments()
+                    .by_name(n)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| bad(format!("task {} names unknown segment {n}", t.id))),
+            }
+        };
+        let (source, target) = (seg(&t.source)?, seg(&t.target)?);
+        let si = self.m.shards.index_of(&t.key);
+        let shard = self.m.shards.lock(si);
+        let obj = shard.objects.get(&t.key).ok_or_else(|| {
+            bad(format!(
+                "task {} names object {:?}, which is not in the snapshot",
+                t.id, t.key
+            ))
+        })?;
+        let named = match t.kind {
+            TaskKind::Copy | TaskKind::Move => obj.replication_task,
+            TaskKind::Offload | TaskKind::Promote => obj.tier_task,
+        };
+        if named != Some(t.id) {
+            return Err(bad(format!("task {} is not the task object {:?} names", t.id, t.key)));
+        }
+        if let Some(target) = &target {
+            if !obj.replicas.iter().any(|r| r.segment() == Some(target.id)) {
+                return Err(bad(format!(
+                    "task {} targets {}, where {:?} has no replica",
+                    t.id, target.name, t.key
+                )));
+            }
+        }
+        if t.kind == TaskKind::Offload {
+            let size = obj.size;
+            let mut disks = lock(&self.m.local_disks);
+            let disk = disks
+                .get_mut(&executor.client())
+                .filter(|d| Arc::ptr_eq(&d.owner, &executor))
+                .ok_or_else(|| bad(format!("offload task {} for a client without a LocalDisk", t.id)))?;
+            disk.used = disk.used.saturating_add(size);
+            if disk.used > disk.capacity {
+                return Err(bad(format!(
+                    "LocalDisk of client {} holds more than its capacity",
+                    executor.client()
+                )));
+            }
+        }
+        Ok(Task {
+            id: t.id,
+            kind: t.kind,
+            key: t.key.clone(),
+            executor,
+            source,
+            target,
+            shard: si,
+            delivered: t.delivered,
+        })
+    }
+
+    /// Scratch belongs to incarnations whose job is pending; its refunds are still charged.
+    fn scratch(
+        &mut self,
+        jobs: &[ClientOffboardingJob],
+    ) -> Result<BTreeMap<(ClientId, Incarnation), Scratch>, SnapshotError> {
+        let mut out = BTreeMap::new();
+        for s in &self.snap.scratch {
+            let key = (ClientId(s.client), Incarnation(s.incarnation));
+            if !jobs.iter().any(|j| (j.client(), j.incarnation()) == key) {
+                return Err(bad(format!(
+                    "offboarding scratch for client {} incarnation {}, which has no pending job",
+                    s.client, s.incarnation
+                )));
+            }
+            for (tenant, bytes) in &s.refunds {
+                self.charge(tenant, *bytes);
+            }
+            let scratch = Scratch {
+                refunds: s.refunds.clone(),
+                segment_names: s.segment_names.clone(),
+            };
+            if out.insert(key, scratch).is_some() {
+                return Err(bad(format!("offboarding scratch for client {} listed twice", s.client)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Limits from the snapshot; usage recomputed (replicas + refunds not yet applied).
+    fn quotas(&mut self) {
+        let mut quotas = lock(&self.m.quotas);
+        for (tenant, _, limit) in &self.snap.quotas {
+            quotas.entry(tenant.clone()).or_default().limit = *limit;
+        }
+        for (tenant, used) in std::mem::take(&mut self.quota_used) {
+            quotas.entry(tenant).or_default().used = used;
+        }
+    }
 }
 
-fn owner_of(records: &Records, id: u128, inc: u64, what: &str) -> Result<Arc<ClientLivenessRecord>, SnapshotError> {
-    records.get(&(id, inc)).cloned().ok_or_else(|| {
-        bad(format!(
-            "{what} owned by client {id} incarnation {inc}, which is not in the snapshot"
-        ))
-    })
+fn same_place(a: &Replica, b: &Replica) -> bool {
+    match (&a.kind, &b.kind) {
+        (ReplicaKind::Memory { segment: x, .. }, ReplicaKind::Memory { segment: y, .. }) => x.id == y.id,
+        (ReplicaKind::LocalDisk { owner: x }, ReplicaKind::LocalDisk { owner: y }) => Arc::ptr_eq(x, y),
+        _ => false,
+    }
 }
 
 fn local_disk_snap(d: &LocalDisk) -> LocalDiskSnap {

@@ -1,7 +1,11 @@
 //! The task manager: per-client FIFO queues of Copy/Move/promotion work (fetched with
 //! `fetch_tasks`) and of offload work (handed out by the offload heartbeat).
+//!
+//! A leaf behind the master's `tasks` mutex. Every task names one object; tasks are created,
+//! completed and cancelled only under that object's shard lock, and indexed by shard, so a
+//! snapshot copies a shard's objects and their tasks as one consistent cut.
 
-use super::segment::SegmentId;
+use super::segment::{Segment, SegmentId};
 use crate::liveness::{ClientId, ClientLivenessRecord};
 use crate::sync::Arc;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -47,10 +51,12 @@ pub struct Task {
     pub key: String,
     /// The incarnation that must execute it (kept: a later incarnation never receives it).
     pub executor: Arc<ClientLivenessRecord>,
-    /// Source segment (Move).
-    pub source: Option<SegmentId>,
+    /// Source segment (Copy/Move: the replica read).
+    pub source: Option<Arc<Segment>>,
     /// Target segment, whose allocation the task holds (Copy, Move, Promote).
-    pub target: Option<SegmentId>,
+    pub target: Option<Arc<Segment>>,
+    /// The metadata shard of `key`.
+    pub shard: usize,
     /// Handed to the executor already.
     pub delivered: bool,
 }
@@ -62,6 +68,24 @@ pub struct Tasks {
     all: BTreeMap<u64, Task>,
     pending: BTreeMap<(ClientId, bool), VecDeque<u64>>,
     by_client: BTreeMap<ClientId, BTreeSet<u64>>,
+    by_shard: BTreeMap<usize, BTreeSet<u64>>,
+}
+
+impl Task {
+    /// The source segment's id.
+    pub fn source_id(&self) -> Option<SegmentId> {
+        self.source.as_ref().map(|s| s.id)
+    }
+
+    /// The target segment's id.
+    pub fn target_id(&self) -> Option<SegmentId> {
+        self.target.as_ref().map(|s| s.id)
+    }
+
+    /// Does the task read from or write to `sid`?
+    pub fn touches(&self, sid: SegmentId) -> bool {
+        self.source_id() == Some(sid) || self.target_id() == Some(sid)
+    }
 }
 
 impl Tasks {
@@ -71,8 +95,9 @@ impl Tasks {
         kind: TaskKind,
         key: &str,
         executor: Arc<ClientLivenessRecord>,
-        source: Option<SegmentId>,
-        target: Option<SegmentId>,
+        source: Option<Arc<Segment>>,
+        target: Option<Arc<Segment>>,
+        shard: usize,
     ) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
@@ -82,6 +107,7 @@ impl Tasks {
             .or_default()
             .push_back(id);
         self.by_client.entry(client).or_default().insert(id);
+        self.by_shard.entry(shard).or_default().insert(id);
         self.all.insert(
             id,
             Task {
@@ -91,6 +117,7 @@ impl Tasks {
                 executor,
                 source,
                 target,
+                shard,
                 delivered: false,
             },
         );
@@ -112,25 +139,45 @@ impl Tasks {
                 .push_back(task.id);
         }
         self.by_client.entry(client).or_default().insert(task.id);
+        self.by_shard.entry(task.shard).or_default().insert(task.id);
         self.next_id = self.next_id.max(next_id).max(task.id);
         self.all.insert(task.id, task);
     }
 
     /// Every task, by id.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Task> {
+    pub fn iter(&self) -> impl Iterator<Item = &Task> {
         self.all.values()
     }
 
-    /// Takes every pending task of `client` on one channel (offload or the rest), marking them delivered.
-    pub fn take_pending(&mut self, client: ClientId, offload: bool) -> Vec<Task> {
-        let ids: Vec<u64> = self.pending.remove(&(client, offload)).unwrap_or_default().into();
-        ids.into_iter()
-            .filter_map(|id| {
-                let t = self.all.get_mut(&id)?;
+    /// Takes the pending tasks of `client` on one channel (offload or the rest) that `ready`
+    /// accepts, marking them delivered; the others stay queued, in order.
+    pub fn take_pending(&mut self, client: ClientId, offload: bool, ready: impl Fn(&Task) -> bool) -> Vec<Task> {
+        let Some(queue) = self.pending.get_mut(&(client, offload)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let all = &mut self.all;
+        queue.retain(|id| match all.get_mut(id) {
+            Some(t) if ready(t) => {
                 t.delivered = true;
-                Some(t.clone())
-            })
-            .collect()
+                out.push(t.clone());
+                false
+            }
+            Some(_) => true,
+            None => false,
+        });
+        if queue.is_empty() {
+            self.pending.remove(&(client, offload));
+        }
+        out
+    }
+
+    /// Ids of the tasks whose object lives in metadata shard `shard` (snapshots).
+    pub(super) fn of_shard(&self, shard: usize) -> Vec<u64> {
+        self.by_shard
+            .get(&shard)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// A task by id.
@@ -151,6 +198,12 @@ impl Tasks {
                 self.by_client.remove(&client);
             }
         }
+        if let Some(set) = self.by_shard.get_mut(&task.shard) {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_shard.remove(&task.shard);
+            }
+        }
         Some(task)
     }
 
@@ -160,15 +213,6 @@ impl Tasks {
             .get(&client)
             .map(|s| s.iter().copied().collect())
             .unwrap_or_default()
-    }
-
-    /// Pending (undelivered) tasks of `client`.
-    pub fn pending_count(&self, client: ClientId) -> usize {
-        self.pending
-            .iter()
-            .filter(|((c, _), _)| *c == client)
-            .map(|(_, q)| q.len())
-            .sum()
     }
 
     /// Number of tasks.

@@ -3,84 +3,150 @@
 //! New work only goes to Active incarnations and only touches serving resources (invariant 10);
 //! callbacks for work handed out earlier are accepted while the executor is retained
 //! (invariant 11). Work queued for a Suspected executor is held and delivered after recovery;
-//! offboarding discards it (decisions.md, question 2).
+//! offboarding discards it (decisions.md, question 2). A task is delivered only while the other
+//! side of it serves too: a Copy/Move whose source owner, or a Copy/Move/promotion whose target
+//! owner, became Suspected after the task was created stays queued until it is Active again
+//! (invariant 10, "task delivery").
+//!
+//! Locks: every task is created, completed and cancelled under its object's shard lock; the
+//! `tasks` table is a leaf taken inside it.
 
 use super::object::{Replica, ReplicaKind};
-use super::segment::{Lifecycle, SegmentId};
-use super::task::TaskKind;
-use super::{Master, MasterError, TaskDesc};
+use super::segment::{Lifecycle, Segment, SegmentId};
+use super::shard::Shard;
+use super::task::{Task, TaskKind};
+use super::{lock, MasterCore, MasterError, Refunds, TaskDesc};
 use crate::eligibility::{self, Purpose};
-use crate::liveness::ClientId;
+use crate::liveness::{ClientId, ClientLivenessRecord};
+use crate::sync::Arc;
 
-impl Master {
+/// Where a new replication gets its target space.
+enum Target {
+    /// Reserve it now (Copy/Move requests).
+    Reserve(Arc<Segment>),
+    /// Already reserved by the caller (drain chose and reserved it).
+    Reserved(Arc<Segment>),
+}
+
+impl MasterCore {
     /// CopyStart (`remove_source` false) / MoveStart (true): a task for the owner of `to`.
-    pub fn replicate(&mut self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
-        let target = self.segments.id_of(to).ok_or(MasterError::SegmentNotFound)?;
+    pub fn replicate(&self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
+        let target = self
+            .segments()
+            .by_name(to)
+            .cloned()
+            .ok_or(MasterError::SegmentNotFound)?;
         let seam = self.seam();
-        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+        let si = self.shards.index_of(key);
+        let mut shard = self.shards.lock(si);
+        let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         let source = obj
             .replicas
             .iter()
-            .find(|r| r.segment().is_some() && r.eligibility(seam, &self.segments).serves())
-            .and_then(Replica::segment);
+            .find(|r| r.segment().is_some() && r.eligibility(seam).serves())
+            .and_then(|r| r.segment_ref().cloned());
         let kind = if remove_source { TaskKind::Move } else { TaskKind::Copy };
-        self.start_replication(key, source, target, kind)
+        self.start_replication_in(&mut shard, si, key, source, Target::Reserve(target), kind)
     }
 
     /// Starts a Copy/Move of `key` from `source` (which must serve) to `target`.
-    fn start_replication(
-        &mut self,
+    fn start_replication_in(
+        &self,
+        shard: &mut Shard,
+        si: usize,
         key: &str,
-        source: Option<SegmentId>,
-        target: SegmentId,
+        source: Option<Arc<Segment>>,
+        target: Target,
         kind: TaskKind,
     ) -> Result<u64, MasterError> {
-        let seam = self.seam();
-        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
-        if obj.replication_task.is_some() {
-            return Err(MasterError::ObjectHasReplicationTask);
-        }
-        if obj.on_segment(target) {
-            return Err(MasterError::InvalidParams);
-        }
-        let source_serves = obj
-            .replicas
-            .iter()
-            .any(|r| r.segment().is_some() && r.segment() == source && r.eligibility(seam, &self.segments).serves());
-        if !source_serves {
-            return Err(MasterError::ReplicaNotFound);
-        }
-        let size = obj.size;
-        let seg = self.segments.get(target).ok_or(MasterError::SegmentNotFound)?;
-        if !seg.eligibility(seam, Purpose::Allocate, size).serves() {
+        let (target, reserved) = match target {
+            Target::Reserve(t) => (t, false),
+            Target::Reserved(t) => (t, true),
+        };
+        // On a refusal a reserved target is the caller's to release.
+        let (size, tenant) = self.check_replication(shard, key, source.as_ref(), &target, reserved)?;
+        if !reserved && !target.try_reserve(key, size) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
-        let executor = seg.owner.clone();
-        let tenant = obj.tenant.clone();
-        let replica = self.allocate_on(target, &tenant, key, size);
-        let id = self.tasks.submit(kind, key, executor, source, Some(target));
-        let obj = self.objects.get_mut(key).expect("checked above");
-        obj.replicas.push(replica);
+        if !self.try_charge(&tenant, size) {
+            target.release(key, size);
+            return Err(MasterError::TenantQuotaExceeded);
+        }
+        let executor = target.owner.clone();
+        let id = lock(&self.tasks).submit(kind, key, executor, source, Some(target.clone()), si);
+        let obj = shard.objects.get_mut(key).expect("checked under the same shard lock");
+        obj.replicas.push(Replica::memory(target.clone()));
         obj.replication_task = Some(id);
+        self.settle_new_task(shard, id, &target)?;
         Ok(id)
     }
 
-    /// FetchTasks: hands an Active client its pending Copy/Move/promotion tasks. A Suspected
-    /// client gets nothing and keeps its tasks; unknown and Offline clients get nothing.
-    pub fn fetch_tasks(&mut self, client: &str) -> Vec<TaskDesc> {
-        let id = self.client_id(client);
-        self.deliver(id, false)
+    /// The checks of a new replication; returns the object's size and tenant.
+    fn check_replication(
+        &self,
+        shard: &Shard,
+        key: &str,
+        source: Option<&Arc<Segment>>,
+        target: &Arc<Segment>,
+        reserved: bool,
+    ) -> Result<(u64, String), MasterError> {
+        let seam = self.seam();
+        let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+        if obj.replication_task.is_some() {
+            return Err(MasterError::ObjectHasReplicationTask);
+        }
+        if obj.on_segment(target.id) {
+            return Err(MasterError::InvalidParams);
+        }
+        let source_serves = source.is_some_and(|src| {
+            obj.replicas
+                .iter()
+                .any(|r| r.segment() == Some(src.id) && r.eligibility(seam).serves())
+        });
+        if !source_serves {
+            return Err(MasterError::ReplicaNotFound);
+        }
+        // A reserved target already holds the bytes: ask only that it still allocates.
+        let need = if reserved { 0 } else { obj.size };
+        if !target.eligibility(seam, Purpose::Allocate, need).serves() {
+            return Err(MasterError::UnavailableInCurrentStatus);
+        }
+        Ok((obj.size, obj.tenant.clone()))
     }
 
-    fn deliver(&mut self, id: ClientId, offload: bool) -> Vec<TaskDesc> {
+    /// The re-check of the allocation protocol for a task's target: if its owner stopped being
+    /// Active (or the segment stopped allocating) since it was chosen, the task is cancelled
+    /// under the same shard lock, which releases its allocation.
+    fn settle_new_task(&self, shard: &mut Shard, id: u64, target: &Arc<Segment>) -> Result<(), MasterError> {
+        let seam = self.seam();
+        if !seam.enabled || (target.lifecycle().permits(Purpose::Allocate) && seam.executor(&target.owner).serves()) {
+            return Ok(());
+        }
+        let mut refunds = Refunds::new();
+        self.cancel_task_in(shard, id, &mut refunds);
+        self.apply_refunds(refunds);
+        Err(MasterError::UnavailableInCurrentStatus)
+    }
+
+    /// FetchTasks: hands an Active client its pending Copy/Move/promotion tasks whose other side
+    /// serves too. A Suspected client gets nothing and keeps its tasks; unknown and Offline
+    /// clients get nothing (and an unknown name creates nothing).
+    pub fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
+        match self.names.lookup(client) {
+            Some(id) => self.deliver(id, false),
+            None => Vec::new(),
+        }
+    }
+
+    fn deliver(&self, id: ClientId, offload: bool) -> Vec<TaskDesc> {
         let Some(rec) = self.live.registry().get(id) else {
             return Vec::new();
         };
         if !self.seam().executor(&rec).serves() {
             return Vec::new();
         }
-        self.tasks
-            .take_pending(id, offload)
+        lock(&self.tasks)
+            .take_pending(id, offload, |t| self.deliverable(t))
             .into_iter()
             .map(|t| TaskDesc {
                 task: t.id,
@@ -90,40 +156,65 @@ impl Master {
             .collect()
     }
 
+    /// May `t` be handed to its (Active) executor now? Its source must still serve reads and its
+    /// target's owner must be Active: no new dependency on a Suspected client through delivery.
+    fn deliverable(&self, t: &Task) -> bool {
+        let seam = self.seam();
+        if !seam.enabled {
+            return true;
+        }
+        let source_ok = t.source.as_ref().is_none_or(|s| {
+            seam.decide(&s.owner, true, s.lifecycle().permits(Purpose::Read))
+                .serves()
+        });
+        let target_ok = t.target.as_ref().is_none_or(|s| seam.executor(&s.owner).serves());
+        source_ok && target_ok
+    }
+
     /// Task completion (`ok`) or failure callback from its executor.
-    pub fn task_done(&mut self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
-        let id = self.client_id(client);
-        let rec = self.live.registry().get(id).ok_or(MasterError::IllegalClient)?;
-        if !eligibility::accepts_callbacks(&rec) {
-            return Err(MasterError::UnavailableInCurrentStatus);
-        }
-        let t = self.tasks.get(task).ok_or(MasterError::TaskNotFound)?;
-        if !crate::sync::Arc::ptr_eq(&t.executor, &rec) {
-            return Err(MasterError::IllegalClient);
-        }
+    pub fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
+        let rec = self.callback_record(client)?;
+        let (si, _) = self.task_owned_by(task, &rec)?;
+        let mut shard = self.shards.lock(si);
+        // The task may have been cancelled (or completed) between the two locks.
+        self.task_owned_by(task, &rec)?;
+        let mut refunds = Refunds::new();
         if ok {
-            self.finish_task(task);
+            self.finish_task_in(&mut shard, task, &mut refunds);
         } else {
-            self.cancel_task(task);
+            self.cancel_task_in(&mut shard, task, &mut refunds);
         }
+        drop(shard);
+        self.apply_refunds(refunds);
         Ok(())
     }
 
+    /// The shard and key of `task`, if `rec` executes it.
+    fn task_owned_by(&self, task: u64, rec: &Arc<ClientLivenessRecord>) -> Result<(usize, String), MasterError> {
+        let tasks = lock(&self.tasks);
+        let t = tasks.get(task).ok_or(MasterError::TaskNotFound)?;
+        if !Arc::ptr_eq(&t.executor, rec) {
+            return Err(MasterError::IllegalClient);
+        }
+        Ok((t.shard, t.key.clone()))
+    }
+
     /// Applies a successful task.
-    fn finish_task(&mut self, id: u64) {
-        let Some(t) = self.tasks.remove(id) else {
+    fn finish_task_in(&self, shard: &mut Shard, id: u64, refunds: &mut Refunds) {
+        let Some(t) = lock(&self.tasks).remove(id) else {
             return;
         };
-        let Some(obj) = self.objects.get_mut(&t.key) else {
+        let Some(obj) = shard.objects.get_mut(&t.key) else {
             return;
         };
         let (size, tenant) = (obj.size, obj.tenant.clone());
         match t.kind {
             TaskKind::Copy | TaskKind::Move | TaskKind::Promote => {
+                let target = t.target_id();
                 for r in obj
                     .replicas
                     .iter_mut()
-                    .filter(|r| r.segment() == t.target && t.target.is_some())
+                    .filter(|r| r.segment() == target && target.is_some())
                 {
                     r.complete = true;
                 }
@@ -135,9 +226,6 @@ impl Master {
                     },
                     complete: true,
                 });
-                if let Some(disk) = self.local_disks.get_mut(&t.executor.client()) {
-                    disk.keys.insert(t.key.clone());
-                }
             }
         }
         if matches!(t.kind, TaskKind::Copy | TaskKind::Move) {
@@ -146,20 +234,40 @@ impl Master {
             obj.tier_task = None;
         }
         if t.kind == TaskKind::Offload {
+            if let Some(disk) = lock(&self.local_disks).get_mut(&t.executor.client()) {
+                disk.keys.insert(t.key.clone());
+            }
             self.charge(&tenant, size);
+            self.settle_offload(shard, &t.key, &t.executor, refunds);
         }
         if t.kind == TaskKind::Move {
-            let source = t.source;
-            self.remove_replicas(&t.key, |r| r.segment() == source && source.is_some());
+            let source = t.source_id();
+            self.remove_replicas_in(shard, &t.key, |r| r.segment() == source && source.is_some(), refunds);
         }
     }
 
+    /// An offload completed by an executor that was committed Offline after it was accepted:
+    /// its sweep may have passed this key already, so the new LocalDisk replica goes now.
+    fn settle_offload(
+        &self,
+        shard: &mut Shard,
+        key: &str,
+        executor: &Arc<ClientLivenessRecord>,
+        refunds: &mut Refunds,
+    ) {
+        if eligibility::accepts_callbacks(executor) {
+            return;
+        }
+        let gone = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, executor));
+        self.remove_replicas_in(shard, key, gone, refunds);
+    }
+
     /// Drops a task and whatever it had reserved (its target allocation or offload space).
-    pub(super) fn cancel_task(&mut self, id: u64) {
-        let Some(t) = self.tasks.remove(id) else {
+    pub(super) fn cancel_task_in(&self, shard: &mut Shard, id: u64, refunds: &mut Refunds) {
+        let Some(t) = lock(&self.tasks).remove(id) else {
             return;
         };
-        let Some(obj) = self.objects.get_mut(&t.key) else {
+        let Some(obj) = shard.objects.get_mut(&t.key) else {
             return;
         };
         if matches!(t.kind, TaskKind::Copy | TaskKind::Move) {
@@ -169,56 +277,48 @@ impl Master {
         }
         let size = obj.size;
         if t.kind == TaskKind::Offload {
-            if let Some(disk) = self.local_disks.get_mut(&t.executor.client()) {
+            if let Some(disk) = lock(&self.local_disks).get_mut(&t.executor.client()) {
                 disk.used = disk.used.saturating_sub(size);
             }
-        } else if let Some(target) = t.target {
-            self.remove_replicas(&t.key, |r| r.segment() == Some(target) && !r.complete);
+        } else if let Some(target) = t.target_id() {
+            self.remove_replicas_in(shard, &t.key, |r| r.segment() == Some(target) && !r.complete, refunds);
         }
     }
 
     /// Cancels `key`'s tasks whose source or target is `sid`.
-    pub(super) fn cancel_tasks_touching(&mut self, key: &str, sid: SegmentId) {
-        let Some(obj) = self.objects.get(key) else {
+    pub(super) fn cancel_tasks_touching_in(&self, shard: &mut Shard, key: &str, sid: SegmentId, refunds: &mut Refunds) {
+        let Some(obj) = shard.objects.get(key) else {
             return;
         };
         let ids: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
-        for id in ids {
-            if self
-                .tasks
-                .get(id)
-                .is_some_and(|t| t.source == Some(sid) || t.target == Some(sid))
-            {
-                self.cancel_task(id);
-            }
+        let touching: Vec<u64> = {
+            let tasks = lock(&self.tasks);
+            ids.into_iter()
+                .filter(|id| tasks.get(*id).is_some_and(|t| t.touches(sid)))
+                .collect()
+        };
+        for id in touching {
+            self.cancel_task_in(shard, id, refunds);
         }
     }
 
     /// Drain: the segment stops taking allocations and each of its objects gets a Move task to a
     /// serving target (never a non-Active owner's segment). Objects with no servable source or
     /// no target stay for a later drain.
-    pub fn drain(&mut self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
-        let sid = self.segments.id_of(segment).ok_or(MasterError::SegmentNotFound)?;
-        let seg = self.segments.get_mut(sid).ok_or(MasterError::SegmentNotFound)?;
-        if matches!(seg.lifecycle, Lifecycle::Mounting | Lifecycle::Unmounting) {
+    pub fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        let seg = self
+            .segments()
+            .by_name(segment)
+            .cloned()
+            .ok_or(MasterError::SegmentNotFound)?;
+        if matches!(seg.lifecycle(), Lifecycle::Mounting | Lifecycle::Unmounting) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
-        seg.lifecycle = Lifecycle::Draining;
-        let keys: Vec<String> = seg.keys.iter().cloned().collect();
+        seg.set_lifecycle(Lifecycle::Draining);
+        let keys: Vec<String> = seg.alloc().keys.iter().cloned().collect();
         let mut out = Vec::new();
         for key in keys {
-            let Some(obj) = self.objects.get(&key) else {
-                continue;
-            };
-            if obj.replication_task.is_some() || !obj.is_complete() {
-                continue;
-            }
-            let exclude: Vec<SegmentId> = obj.replicas.iter().filter_map(Replica::segment).collect();
-            let size = obj.size;
-            let Some(target) = self.choose_segments(size, 1, &exclude).pop() else {
-                continue;
-            };
-            if let Ok(task) = self.start_replication(&key, Some(sid), target, TaskKind::Move) {
+            if let Some(task) = self.drain_one(&seg, &key) {
                 out.push(TaskDesc {
                     task,
                     kind: TaskKind::Move.as_str(),
@@ -229,66 +329,116 @@ impl Master {
         Ok(out)
     }
 
+    fn drain_one(&self, seg: &Arc<Segment>, key: &str) -> Option<u64> {
+        let si = self.shards.index_of(key);
+        let mut shard = self.shards.lock(si);
+        let obj = shard.objects.get(key)?;
+        if obj.replication_task.is_some() || !obj.is_complete() {
+            return None;
+        }
+        let exclude: Vec<SegmentId> = obj.replicas.iter().filter_map(Replica::segment).collect();
+        let size = obj.size;
+        let target = self.reserve_segments(key, size, 1, &exclude).pop()?;
+        let reserved = Target::Reserved(target.clone());
+        match self.start_replication_in(&mut shard, si, key, Some(seg.clone()), reserved, TaskKind::Move) {
+            Ok(task) => Some(task),
+            Err(_) => {
+                target.release(key, size);
+                None
+            }
+        }
+    }
+
     /// Offload heartbeat: an Active client with a LocalDisk registration is handed offload work
     /// for completed objects on its own serving segments that have no LocalDisk replica yet,
-    /// within its free capacity. A Suspected client is handed nothing and nothing new is
-    /// admitted for it; work already queued waits for recovery.
-    pub fn offload_heartbeat(&mut self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
-        let id = self.client_id(client);
-        let disk = self.local_disks.get(&id).ok_or(MasterError::SegmentNotFound)?;
-        if !eligibility::accepts_callbacks(&disk.owner) {
+    /// within its free capacity and its tenants' quotas. A Suspected client is handed nothing
+    /// and nothing new is admitted for it; work already queued waits for recovery.
+    pub fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        let id = self.names.lookup(client).ok_or(MasterError::SegmentNotFound)?;
+        let owner = lock(&self.local_disks)
+            .get(&id)
+            .map(|d| d.owner.clone())
+            .ok_or(MasterError::SegmentNotFound)?;
+        if !eligibility::accepts_callbacks(&owner) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
-        if !self.seam().executor(&disk.owner).serves() {
+        if !self.seam().executor(&owner).serves() {
             return Ok(Vec::new());
         }
-        self.admit_offloads(id);
+        self.admit_offloads(id, &owner);
         Ok(self.deliver(id, true))
     }
 
-    fn admit_offloads(&mut self, id: ClientId) {
-        let seam = self.seam();
+    fn admit_offloads(&self, id: ClientId, owner: &Arc<ClientLivenessRecord>) {
         let mut candidates = Vec::new();
-        for sid in self.segments.owned_by(id) {
-            let Some(seg) = self.segments.get(sid) else {
-                continue;
-            };
-            for key in &seg.keys {
-                let Some(obj) = self.objects.get(key) else {
-                    continue;
-                };
-                let servable = obj
-                    .replicas
-                    .iter()
-                    .any(|r| r.segment() == Some(sid) && r.eligibility(seam, &self.segments).serves());
-                if servable && obj.is_complete() && !obj.has_local_disk() && obj.tier_task.is_none() {
-                    candidates.push((key.clone(), obj.size));
+        for seg in self.segments().owned_by(id) {
+            let keys: Vec<String> = seg.alloc().keys.iter().cloned().collect();
+            for key in keys {
+                if self.offloadable(&self.shards.lock_key(&key), &key, seg.id) {
+                    candidates.push(key);
                 }
             }
         }
         candidates.sort();
         candidates.dedup();
-        for (key, size) in candidates {
-            let Some(disk) = self.local_disks.get_mut(&id) else {
+        for key in candidates {
+            self.admit_offload(id, owner, &key);
+        }
+    }
+
+    fn offloadable(&self, shard: &Shard, key: &str, sid: SegmentId) -> bool {
+        let seam = self.seam();
+        shard.objects.get(key).is_some_and(|obj| {
+            let servable = obj
+                .replicas
+                .iter()
+                .any(|r| r.segment() == Some(sid) && r.eligibility(seam).serves());
+            servable && obj.is_complete() && !obj.has_local_disk() && obj.tier_task.is_none()
+        })
+    }
+
+    fn admit_offload(&self, id: ClientId, owner: &Arc<ClientLivenessRecord>, key: &str) {
+        let si = self.shards.index_of(key);
+        let mut shard = self.shards.lock(si);
+        let Some(obj) = shard.objects.get(key) else {
+            return;
+        };
+        let own = obj
+            .replicas
+            .iter()
+            .filter_map(Replica::segment_ref)
+            .find(|s| s.owner.client() == id)
+            .map(|s| s.id);
+        if !own.is_some_and(|sid| self.offloadable(&shard, key, sid)) {
+            return;
+        }
+        let (size, tenant) = (obj.size, obj.tenant.clone());
+        if !self.quota_allows(&tenant, size) {
+            return;
+        }
+        {
+            let mut disks = lock(&self.local_disks);
+            let Some(disk) = disks.get_mut(&id).filter(|d| Arc::ptr_eq(&d.owner, owner)) else {
                 return;
             };
             if disk.used.saturating_add(size) > disk.capacity {
-                continue;
+                return;
             }
             disk.used += size;
-            let owner = disk.owner.clone();
-            let task = self.tasks.submit(TaskKind::Offload, &key, owner, None, None);
-            if let Some(o) = self.objects.get_mut(&key) {
-                o.tier_task = Some(task);
-            }
+        }
+        let task = lock(&self.tasks).submit(TaskKind::Offload, key, owner.clone(), None, None, si);
+        if let Some(o) = shard.objects.get_mut(key) {
+            o.tier_task = Some(task);
         }
     }
 
     /// Promotion on hit: an object held only on LocalDisk gets a memory replica; the LocalDisk
     /// owner (which must be Active) executes it, the target is a serving segment.
-    pub fn promote(&mut self, key: &str) -> Result<u64, MasterError> {
+    pub fn promote(&self, key: &str) -> Result<u64, MasterError> {
         let seam = self.seam();
-        let obj = self.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
+        let si = self.shards.index_of(key);
+        let mut shard = self.shards.lock(si);
+        let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         if obj.has_memory() || obj.tier_task.is_some() {
             return Err(MasterError::InvalidParams);
         }
@@ -297,20 +447,24 @@ impl Master {
             .iter()
             .find(|r| matches!(r.kind, ReplicaKind::LocalDisk { .. }))
             .ok_or(MasterError::ReplicaNotFound)?;
-        if !holder.eligibility(seam, &self.segments).serves() {
+        if !holder.eligibility(seam).serves() {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
         let executor = holder.owner().clone();
         let (size, tenant) = (obj.size, obj.tenant.clone());
         let target = self
-            .choose_segments(size, 1, &[])
+            .reserve_segments(key, size, 1, &[])
             .pop()
             .ok_or(MasterError::NoAvailableHandle)?;
-        let replica = self.allocate_on(target, &tenant, key, size);
-        let id = self.tasks.submit(TaskKind::Promote, key, executor, None, Some(target));
-        let obj = self.objects.get_mut(key).expect("checked above");
-        obj.replicas.push(replica);
+        if !self.try_charge(&tenant, size) {
+            target.release(key, size);
+            return Err(MasterError::TenantQuotaExceeded);
+        }
+        let id = lock(&self.tasks).submit(TaskKind::Promote, key, executor, None, Some(target.clone()), si);
+        let obj = shard.objects.get_mut(key).expect("checked under the same shard lock");
+        obj.replicas.push(Replica::memory(target.clone()));
         obj.tier_task = Some(id);
+        self.settle_new_task(&mut shard, id, &target)?;
         Ok(id)
     }
 }

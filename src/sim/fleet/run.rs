@@ -129,22 +129,28 @@ fn key_name(id: u64) -> String {
 }
 
 impl<'a> Sim<'a> {
+    /// The fleet index of a client the master names by id (every client mounted before it
+    /// could transition, so its name is interned).
+    fn index_of(&self, id: crate::liveness::ClientId) -> usize {
+        self.by_name
+            .get(&self.master.client_name(id))
+            .copied()
+            .unwrap_or(u32::MAX) as usize
+    }
+
     fn new(w: &'a Workload, trouble: &'a Trouble, traffic: &'a Traffic, config: LivenessConfig, seed: u64) -> Self {
         let clock = Arc::new(ManualClock::new(0));
         let tick_ms = config.monitor_tick_ms.max(1);
         let options = MasterOptions {
             strategy: AllocationStrategy::Random,
             seed,
+            // The simulator's executor is its virtual clock: jobs run at the tick.
+            offboarding: crate::master::OffboardingDriver::Inline,
             ..MasterOptions::default()
         };
-        let mut master = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
-        // The simulator's executor is its virtual clock: jobs run at the tick.
-        master.hand_jobs_to_executor(false);
+        let master = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
         let mut by_name = BTreeMap::new();
         for (i, name) in w.names.iter().enumerate() {
-            // Interned in index order: client i is ClientId(i + 1).
-            let id = master.client_id(name);
-            debug_assert_eq!(id.0, i as u128 + 1);
             by_name.insert(name.clone(), i as u32);
         }
         let clients = w
@@ -437,7 +443,7 @@ impl<'a> Sim<'a> {
                 }
                 MasterEvent::MassSuspicionBrake { engaged, .. } => self.m.brake_engagements += u64::from(engaged),
                 MasterEvent::OffboardingRetry { .. } => self.m.retries += 1,
-                MasterEvent::Offboarded { client, at_ms, .. } => self.on_offboarded((client.0 - 1) as usize, at_ms),
+                MasterEvent::Offboarded { client, at_ms, .. } => self.on_offboarded(self.index_of(client), at_ms),
             }
         }
     }
@@ -456,7 +462,7 @@ impl<'a> Sim<'a> {
     }
 
     fn on_transition(&mut self, tr: Transition) {
-        let (i, t) = ((tr.client.0 - 1) as usize, tr.at_ms);
+        let (i, t) = (self.index_of(tr.client), tr.at_ms);
         match (tr.from, tr.to) {
             (LivenessState::Active, LivenessState::Suspected) => {
                 self.m.suspicions += 1;

@@ -125,16 +125,21 @@ struct Sim {
     snapshot: Option<Vec<u8>>,
 }
 
+/// Replay's master: one metadata shard (its eviction order is the exact LRU order the example
+/// traces pin) and jobs run at the tick whatever `offboarding_mode` says (replay's executor is
+/// the virtual clock).
+fn replay_options() -> MasterOptions {
+    MasterOptions {
+        metadata_shards: 1,
+        offboarding: crate::master::OffboardingDriver::Inline,
+        ..MasterOptions::default()
+    }
+}
+
 impl Sim {
     fn new(config: LivenessConfig) -> Self {
         let clock = Arc::new(ManualClock::new(0));
-        let mut master = Master::new(
-            clock.clone() as Arc<dyn Clock>,
-            config.clone(),
-            MasterOptions::default(),
-        );
-        // Replay's executor is the virtual clock: jobs run at the tick, whatever the mode.
-        master.hand_jobs_to_executor(false);
+        let master = Master::new(clock.clone() as Arc<dyn Clock>, config.clone(), replay_options());
         let tick_ms = master.monitor().tick_ms();
         Self {
             clock,
@@ -185,14 +190,13 @@ impl Sim {
     /// time. A snapshot that does not restore leaves the running master in place.
     fn failover(&mut self) -> Outcome {
         let clock = self.clock.clone() as Arc<dyn Clock>;
-        let (config, options) = (self.config.clone(), MasterOptions::default());
-        let mut master = match &self.snapshot {
+        let (config, options) = (self.config.clone(), replay_options());
+        let master = match &self.snapshot {
             None => Master::new(clock, config, options),
             Some(bytes) => Snapshot::decode(bytes)
                 .and_then(|snap| Master::restore(clock, config, options, &snap))
                 .map_err(|_| SNAPSHOT_INVALID)?,
         };
-        master.hand_jobs_to_executor(false);
         self.master = master;
         Ok(Answer::Done)
     }

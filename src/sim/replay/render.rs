@@ -170,7 +170,14 @@ fn answer_fields(op: &Op, answer: &Answer, out: &mut JsonLine) {
             out.field("task", id);
         }
         Answer::Query(report) => {
-            out.field("clients", &report.clients);
+            // The contract pins `query`'s fields; the parked job's detail (attempts, last error)
+            // is `MasterCore::query`'s, not replay's.
+            let clients: Vec<_> = report
+                .clients
+                .iter()
+                .map(|c| crate::master::ClientStatus { job: None, ..c.clone() })
+                .collect();
+            out.field("clients", &clients);
             if matches!(op, Op::Query { segment: Some(_), .. }) {
                 out.field("segment_status", &report.segment);
             }

@@ -1,0 +1,123 @@
+//! The metadata shards: objects and their eviction order, `N` shards by key hash, each behind
+//! its own mutex (Mooncake's 1024 `metadata_shards_`, one `SharedMutex` each).
+//!
+//! # Ground rules
+//!
+//! - An object is read and written only under the lock of its key's shard; every change to an
+//!   object (its replicas, its task references) and to the tasks that name it happens under
+//!   that lock, which is what makes a per-shard copy a consistent cut (snapshots).
+//! - No path holds two shard locks at once; walks (offboarding, eviction, ReMount, snapshots)
+//!   take them one at a time, in bounded batches.
+//! - Recency (`touched`) comes from one master-wide counter (`Relaxed` RMW: it only orders
+//!   eviction, it publishes nothing), so recency values are unique across shards and a
+//!   one-shard master evicts in exactly the global LRU order.
+
+use super::object::Object;
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+
+/// The object table of one shard: a hash map with a fixed (unseeded) hasher, so that a run is
+/// the same run every time; nothing reports objects in iteration order without sorting them.
+pub type Objects = hashbrown::HashMap<String, Object, foldhash::fast::FixedState>;
+
+/// One shard's contents.
+#[derive(Debug, Default)]
+pub struct Shard {
+    /// Objects by key.
+    pub objects: Objects,
+    /// Eviction order: recency → key.
+    pub(crate) lru: BTreeMap<u64, String>,
+}
+
+impl Shard {
+    /// Inserts `obj` under `key` with recency `touched`.
+    pub(crate) fn insert(&mut self, key: &str, mut obj: Object, touched: u64) {
+        obj.touched = touched;
+        self.lru.insert(touched, key.to_string());
+        self.objects.insert(key.to_string(), obj);
+    }
+
+    /// Removes `key`'s object and its recency entry.
+    pub(crate) fn take(&mut self, key: &str) -> Option<Object> {
+        let obj = self.objects.remove(key)?;
+        self.lru.remove(&obj.touched);
+        Some(obj)
+    }
+
+    /// Marks `key` used at `touched`.
+    pub(crate) fn touch(&mut self, key: &str, touched: u64) {
+        if let Some(obj) = self.objects.get_mut(key) {
+            if let Some(k) = self.lru.remove(&obj.touched) {
+                obj.touched = touched;
+                self.lru.insert(touched, k);
+            }
+        }
+    }
+}
+
+/// All shards.
+#[derive(Debug)]
+pub struct Shards {
+    shards: Box<[Mutex<Shard>]>,
+    mask: usize,
+    clock: AtomicU64,
+}
+
+impl Shards {
+    /// `n` shards (rounded up to a power of two, at least 1).
+    pub(crate) fn new(n: usize) -> Self {
+        let n = n.max(1).next_power_of_two();
+        Self {
+            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
+            mask: n - 1,
+            clock: AtomicU64::new(0),
+        }
+    }
+
+    /// Number of shards.
+    pub fn len(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Never: there is at least one shard.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The shard of `key`.
+    pub fn index_of(&self, key: &str) -> usize {
+        let h = foldhash::fast::FixedState::default().hash_one(key);
+        (h as usize) & self.mask
+    }
+
+    /// Locks shard `i`.
+    pub fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Locks the shard of `key`.
+    pub fn lock_key(&self, key: &str) -> MutexGuard<'_, Shard> {
+        self.lock(self.index_of(key))
+    }
+
+    /// The next recency value.
+    pub(crate) fn next_touch(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The recency counter now (snapshots).
+    pub(crate) fn clock(&self) -> u64 {
+        self.clock.load(Ordering::Relaxed)
+    }
+
+    /// Moves the recency counter to at least `v` (restore).
+    pub(crate) fn restore_clock(&self, v: u64) {
+        self.clock.fetch_max(v, Ordering::Relaxed);
+    }
+
+    /// Objects in every shard (a walk: one shard lock at a time).
+    pub fn object_count(&self) -> usize {
+        (0..self.len()).map(|i| self.lock(i).objects.len()).sum()
+    }
+}
