@@ -13,7 +13,8 @@
 //! | `offboarding_step_failures_total` | counter | `step` | failed step executions |
 //! | `offboarding_retries_total` | counter | | attempts scheduled after a failure |
 //! | `offboarding_pending_jobs` | gauge | | jobs waiting for a retry or a token |
-//! | `offboarding_queue_depth` | gauge | | jobs queued for the asynchronous executor |
+//! | `offboarding_queue_depth` | gauge | | jobs queued for the asynchronous executor (set on submit and on every batch taken) |
+//! | `offboarding_retrying_jobs` | gauge | | jobs in the asynchronous executor's retry table |
 //! | `offboarding_oldest_job_age_ms` | gauge | | age of the oldest pending job |
 //! | `offboarding_job_latency_ms` | histogram | | Offline commit → completion |
 //!
@@ -89,6 +90,11 @@ pub fn pending_jobs(count: usize, oldest_age_ms: u64) {
 /// Depth of the asynchronous executor's queue.
 pub fn queue_depth(depth: usize) {
     metrics::gauge!("mooncake_liveness_offboarding_queue_depth").set(depth as f64);
+}
+
+/// Jobs waiting in the asynchronous executor's retry table.
+pub fn retrying_jobs(count: usize) {
+    metrics::gauge!("mooncake_liveness_offboarding_retrying_jobs").set(count as f64);
 }
 
 /// A plain snapshot of the master's liveness and offboarding counters, for embedders that do

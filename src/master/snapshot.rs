@@ -250,6 +250,7 @@ impl Master {
         r.segments()?;
         r.local_disks()?;
         r.objects()?;
+        r.local_disk_keys()?;
         r.tasks()?;
         let scratch = r.scratch(&jobs)?;
         r.quotas();
@@ -361,6 +362,23 @@ impl Restorer<'_> {
                 keys: Default::default(),
             };
             disks.insert(ClientId(d.client), disk);
+        }
+        Ok(())
+    }
+
+    /// LocalDisk keys a snapshot lists must be LocalDisk replicas of that disk's owner (this
+    /// build recomputes them and writes none; an older or hand-made snapshot may list them).
+    fn local_disk_keys(&self) -> Result<(), SnapshotError> {
+        let disks = lock(&self.m.local_disks);
+        for d in &self.snap.local_disks {
+            let restored = disks.get(&ClientId(d.client));
+            if let Some(key) = d.keys.iter().find(|k| !restored.is_some_and(|r| r.keys.contains(*k))) {
+                return Err(bad(format!(
+                    "LocalDisk of client {} lists key {key:?}, which has no replica there ({} keys listed)",
+                    d.client,
+                    d.keys.len()
+                )));
+            }
         }
         Ok(())
     }
@@ -593,13 +611,15 @@ fn same_place(a: &Replica, b: &Replica) -> bool {
     }
 }
 
+/// A LocalDisk registration. Its keys and usage are derived from the objects and tasks, which
+/// are copied shard by shard after it, so they are written as none and recomputed at restore.
 fn local_disk_snap(d: &LocalDisk) -> LocalDiskSnap {
     LocalDiskSnap {
         client: d.owner.client().0,
         incarnation: d.owner.incarnation().0,
         capacity: d.capacity,
         used: d.used,
-        keys: d.keys.iter().cloned().collect(),
+        keys: Vec::new(),
     }
 }
 

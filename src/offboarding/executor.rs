@@ -9,8 +9,9 @@
 //!   hands the job back if the queue is full or closed.
 //! - The one queue consumer is shared by the workers behind a mutex held only for a
 //!   `pop_batch`; no worker holds it while running a job.
-//! - Steps run through [`SharedSteps`], which takes the target's lock for one bounded batch at
-//!   a time, so data-plane work interleaves with a large job. Ping never takes that lock.
+//! - Steps run through [`SharedSteps`] (`&self`): the target takes whatever fine-grained locks
+//!   one bounded batch needs (the reference master: one metadata shard at a time), so
+//!   data-plane work interleaves with a large job. Ping never takes any of them.
 //! - A job is always in exactly one place: the queue, a worker's hands, the retry table, the
 //!   returned list, or completed. Shutdown collects the first four.
 
@@ -33,12 +34,6 @@ use std::time::{Duration, Instant};
 pub trait SharedSteps: Send + Sync + 'static {
     /// Runs one bounded batch of `step` for `job`.
     fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError>;
-}
-
-impl<S: OffboardingSteps + Send + 'static> SharedSteps for Mutex<S> {
-    fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
-        self.lock().unwrap_or_else(|e| e.into_inner()).run_step(step, job)
-    }
 }
 
 /// Adapts `SharedSteps` to the job's runner, and interrupts between batches at shutdown.
@@ -223,7 +218,14 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
                     self.process(job);
                 }
             }
-            lock(&self.consumer).pop_batch(self.config.batch_size, &mut batch);
+            let depth = {
+                let mut consumer = lock(&self.consumer);
+                consumer.pop_batch(self.config.batch_size, &mut batch);
+                consumer.len()
+            };
+            if !batch.is_empty() {
+                crate::telemetry::queue_depth(depth);
+            }
             for job in batch.drain(..) {
                 idle = false;
                 self.process(job);
@@ -238,12 +240,19 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
         let now = self.now();
         let mut retries = lock(&self.retries);
         let due: Vec<(u64, u64)> = retries.range(..(now + 1, 0)).map(|(k, _)| *k).collect();
-        due.into_iter().filter_map(|k| retries.remove(&k)).collect()
+        if due.is_empty() {
+            return Vec::new();
+        }
+        let jobs: Vec<_> = due.into_iter().filter_map(|k| retries.remove(&k)).collect();
+        crate::telemetry::retrying_jobs(retries.len());
+        jobs
     }
 
     fn park(&self, job: ClientOffboardingJob, due: u64) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        lock(&self.retries).insert((due, seq), job);
+        let mut retries = lock(&self.retries);
+        retries.insert((due, seq), job);
+        crate::telemetry::retrying_jobs(retries.len());
     }
 
     fn process(&self, job: ClientOffboardingJob) {

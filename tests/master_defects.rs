@@ -1,0 +1,464 @@
+//! Regression tests for the defects a line-by-line review against the RFC found (issue 16), one
+//! named test per defect. Each fails on the master before its fix (see the issue's notes).
+
+mod common;
+
+use common::master::{config, M};
+use mooncake_liveness::config::OffboardingMode;
+use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, SegmentSpec};
+use mooncake_liveness::offboarding::Step;
+use mooncake_liveness::snapshot::{Snapshot, SnapshotError};
+use mooncake_liveness::{Clock, Incarnation, LivenessConfig, ManualClock, PingStatus};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn config_in(mode: OffboardingMode) -> LivenessConfig {
+    LivenessConfig {
+        offboarding_mode: mode,
+        offboarding_workers: 2,
+        ..config()
+    }
+}
+
+/// A master on a manual clock in `mode`, with its own tick counter.
+struct Rig {
+    clock: Arc<ManualClock>,
+    m: Master,
+    next_tick: u64,
+    events: Vec<MasterEvent>,
+}
+
+impl Rig {
+    fn new(mode: OffboardingMode) -> Self {
+        let clock = Arc::new(ManualClock::new(0));
+        let m = Master::new(
+            clock.clone() as Arc<dyn Clock>,
+            config_in(mode),
+            MasterOptions::default(),
+        );
+        Self {
+            clock,
+            m,
+            next_tick: 100,
+            events: Vec::new(),
+        }
+    }
+
+    fn restored(&self, mode: OffboardingMode, snap: &Snapshot) -> Self {
+        let m = Master::restore(
+            self.clock.clone() as Arc<dyn Clock>,
+            config_in(mode),
+            MasterOptions::default(),
+            snap,
+        )
+        .expect("a snapshot of a live master restores");
+        Self {
+            clock: self.clock.clone(),
+            m,
+            next_tick: self.next_tick,
+            events: Vec::new(),
+        }
+    }
+
+    /// Ticks to `t`, keeping `alive` pinging every second.
+    fn run_to(&mut self, t: u64, alive: &[&str]) {
+        while self.next_tick <= t {
+            self.clock.set_ms(self.next_tick);
+            if self.next_tick % 1_000 == 0 {
+                for c in alive {
+                    self.m.ping(c);
+                }
+            }
+            self.m.tick();
+            self.events.extend(self.m.take_events());
+            self.next_tick += 100;
+        }
+    }
+
+    /// Ticks (100 ms of virtual time per step, letting real workers run) until `client`'s job
+    /// completes; bounded.
+    fn until_offboarded(&mut self, client: &str, alive: &[&str]) -> u32 {
+        let started = Instant::now();
+        loop {
+            if let Some(a) = self.events.iter().find_map(|e| match e {
+                MasterEvent::Offboarded {
+                    client: c, attempts, ..
+                } if self.m.client_name(*c) == client => Some(*attempts),
+                _ => None,
+            }) {
+                return a;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{client}'s job never completed"
+            );
+            let t = self.next_tick;
+            self.run_to(t, alive);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// c1 holds objects (some also on c2) and goes silent; its job fails at `segments` until the
+/// failover; a snapshot is taken mid-job and restored in `mode`.
+fn failover_mid_job(mode: OffboardingMode) {
+    let mut r = Rig::new(mode);
+    r.m.mount("c1", "s1", 1 << 20).unwrap();
+    r.m.mount("c2", "s2", 1 << 20).unwrap();
+    for i in 0..50 {
+        let k = format!("k{i}");
+        r.m.put(&k, 100, 2).unwrap();
+        r.m.put_end(&k).unwrap();
+    }
+    r.m.fail_step(Step::Segments, 1_000);
+    r.run_to(31_000, &["c2"]);
+    assert_eq!(r.m.mount("c1", "s1", 1 << 20), Err(MasterError::ClientOffboarding));
+    assert_eq!(r.m.stats().offline, 1, "{mode:?}: {:?}", r.m.stats());
+    let snap = Snapshot::decode(&r.m.snapshot().encode()).unwrap();
+    let mut restored = r.restored(mode, &snap);
+    drop(r);
+    assert_eq!(
+        restored.m.mount("c1", "s1", 1 << 20),
+        Err(MasterError::ClientOffboarding),
+        "{mode:?}: the barrier must survive failover"
+    );
+    restored.until_offboarded("c1", &["c2"]);
+    restored
+        .m
+        .mount("c1", "s1", 1 << 20)
+        .expect("barrier lifted after the resumed job");
+    assert_eq!(restored.m.incarnation_of("c1"), Some(Incarnation(2)));
+    let objects = restored.m.objects();
+    assert_eq!(objects.len(), 50, "every object keeps its c2 replica");
+    assert!(objects.values().all(|o| o.replicas.len() == 1));
+    assert_eq!(restored.m.quota_used(), 50 * 100, "quota = remaining replicas");
+    assert!(!restored.m.external_metadata().contains("s1") || restored.m.segments().id_of("s1").is_some());
+    assert_eq!(restored.m.stats().offline, 0);
+}
+
+#[test]
+fn restored_sync_master_resumes_a_job_interrupted_by_failover() {
+    failover_mid_job(OffboardingMode::Sync);
+}
+
+/// Defects 1 and 2: a restored async master parked restored jobs where nothing ever looked, and
+/// a job in flight in the executor at failover was stranded.
+#[test]
+fn restored_async_master_resumes_a_job_interrupted_by_failover() {
+    failover_mid_job(OffboardingMode::Async);
+}
+
+/// Defect 3: async mode was invisible to the master's own accounting.
+#[test]
+fn async_mode_counts_offline_completions_and_lock_free_recoveries() {
+    let mut r = Rig::new(OffboardingMode::Async);
+    r.m.mount("c1", "s1", 1 << 20).unwrap();
+    r.m.mount("c2", "s2", 1 << 20).unwrap();
+    r.m.fail_step(Step::Quota, 3);
+    r.run_to(11_000, &["c2"]);
+    // A recovery through the lock-free Ping path, straight on the liveness core.
+    let id = r.m.client_id("c1").unwrap();
+    r.m.liveness_handle().ping(id, None);
+    assert_eq!(r.m.stats().recoveries, 1, "{:?}", r.m.stats());
+    r.run_to(41_500, &["c2"]);
+    let s = r.m.stats();
+    assert_eq!(
+        (s.offline, s.jobs_pending),
+        (1, 1),
+        "an Offline incarnation is not Active: {s:?}"
+    );
+    assert_eq!(s.active, 1);
+    let attempts = r.until_offboarded("c1", &["c2"]);
+    assert_eq!(attempts, 4, "three injected failures, then success");
+    let s = r.m.stats();
+    assert_eq!((s.offline, s.jobs_completed, s.active), (0, 1, 1), "{s:?}");
+}
+
+/// Defect 4: a Copy whose source owner became Suspected after the task was created, or a
+/// promotion whose target owner did, was still delivered.
+#[test]
+fn promotion_to_a_suspected_target_is_held_until_it_recovers() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 20).unwrap();
+    m.at(0).mount_local_disk("c1", 1 << 20).unwrap();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    let on_c1 = m.m.get("k").unwrap()[0].client == "c1";
+    let (holder, seg, other) = if on_c1 { ("c1", "s1", "c2") } else { ("c2", "s2", "c1") };
+    if holder == "c2" {
+        m.at(0).mount_local_disk("c2", 1 << 20).unwrap();
+    }
+    let offload = m.at(0).offload_heartbeat(holder).unwrap();
+    assert_eq!(offload.len(), 1);
+    m.at(0).task_done(holder, offload[0].task, true).unwrap();
+    m.at(0).unmount(holder, seg).unwrap();
+    let task = m.at(0).promote("k").unwrap();
+    // The holder keeps pinging; the promotion's target owner goes silent and Suspected.
+    for t in (1_000..=11_000).step_by(1_000) {
+        m.at(t).ping(holder);
+    }
+    assert_eq!(m.state(other), Some(mooncake_liveness::LivenessState::Suspected));
+    assert!(
+        m.at(11_000).fetch_tasks(holder).is_empty(),
+        "promotion onto a Suspected target delivered"
+    );
+    m.at(11_100).ping(other);
+    let got = m.at(11_100).fetch_tasks(holder);
+    assert_eq!(got.iter().map(|t| t.task).collect::<Vec<_>>(), vec![task]);
+}
+
+/// Defect 5: switching the driver again dropped jobs not taken yet, and a job an executor
+/// refused could not be given back.
+#[test]
+fn jobs_survive_driver_switches_and_can_be_given_back() {
+    let mut m = M::with(MasterOptions {
+        offboarding: OffboardingDriver::Outbox,
+        ..MasterOptions::default()
+    });
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(31_000);
+    m.m.hand_jobs_to_executor(true);
+    let mut jobs = m.m.take_jobs();
+    assert_eq!(jobs.len(), 1, "the job minted before the switch is still there");
+    m.m.return_job(jobs.pop().unwrap());
+    assert!(m.m.take_jobs().is_empty(), "a returned job waits for the next tick");
+    m.at(31_100);
+    let job = m.m.take_jobs().pop().expect("handed on again at the next tick");
+    m.m.return_job(job);
+    m.m.hand_jobs_to_executor(false);
+    m.at(31_200);
+    assert!(m
+        .m
+        .take_events()
+        .iter()
+        .any(|e| matches!(e, MasterEvent::Offboarded { .. })));
+    m.at(31_200).mount("c1", "s1", 1 << 20).unwrap();
+}
+
+fn one_client_snapshot() -> (M, Snapshot) {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount_local_disk("c1", 1 << 20).unwrap();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    let snap = m.m.snapshot();
+    (m, snap)
+}
+
+fn restore(m: &M, snap: &Snapshot) -> Result<Master, SnapshotError> {
+    let bytes = snap.encode();
+    let snap = Snapshot::decode(&bytes)?;
+    Master::restore(
+        m.clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        &snap,
+    )
+}
+
+fn refused(r: Result<Master, SnapshotError>, what: &str) {
+    match r {
+        Err(SnapshotError::Inconsistent(msg)) => assert!(msg.contains(what), "{msg:?} does not name {what:?}"),
+        Err(e) => panic!("refused for the wrong reason: {e}"),
+        Ok(_) => panic!("an inconsistent snapshot was restored ({what})"),
+    }
+}
+
+/// Defect 6a: 1,024+ stale LocalDisk keys made the metadata step return `More` forever.
+#[test]
+fn restore_refuses_stale_local_disk_keys() {
+    let (m, mut snap) = one_client_snapshot();
+    snap.local_disks[0].keys = (0..2_000).map(|i| format!("stale{i}")).collect();
+    refused(restore(&m, &snap), "LocalDisk of client");
+}
+
+/// Defect 6b: task and replication references were not validated.
+#[test]
+fn restore_refuses_dangling_task_references() {
+    let (m, mut snap) = one_client_snapshot();
+    snap.objects[0].replication_task = Some(99);
+    refused(restore(&m, &snap), "names task 99");
+}
+
+/// Defect 6c: non-dense client ids collided with later allocations.
+#[test]
+fn restore_with_sparse_client_ids_never_reuses_them() {
+    let (m, mut snap) = one_client_snapshot();
+    let id = 2u128;
+    snap.names = vec![("c1".into(), id)];
+    snap.clients[0].id = id;
+    snap.segments[0].owner = id;
+    snap.local_disks[0].client = id;
+    let restored = restore(&m, &snap).expect("sparse ids are consistent");
+    restored.mount("z", "sz", 1 << 20).unwrap();
+    assert_ne!(restored.known_client_id("z"), restored.known_client_id("c1"));
+    assert_eq!(restored.get("k").unwrap()[0].client, "c1");
+}
+
+/// Defect 6d: a restored NoF failure count of `u32::MAX` overflowed on the next failure.
+#[test]
+fn restored_nof_failure_count_at_max_does_not_overflow() {
+    let (m, mut snap) = one_client_snapshot();
+    snap.nof = vec![("nof1".into(), 1 << 20, u32::MAX)];
+    let restored = restore(&m, &snap).unwrap();
+    assert!(restored.nof().probe("nof1", false), "past the threshold: unmounted");
+}
+
+/// Defect 7: any name the master heard was interned forever and persisted.
+#[test]
+fn unknown_names_create_nothing() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    let before = m.m.snapshot().names;
+    for i in 0..100 {
+        let name = format!("stranger{i}");
+        assert_eq!(m.m.ping(&name), PingStatus::NeedRemount);
+        assert!(m.m.fetch_tasks(&name).is_empty());
+        assert_eq!(m.m.task_done(&name, 1, true), Err(MasterError::IllegalClient));
+        assert_eq!(m.m.offload_heartbeat(&name), Err(MasterError::SegmentNotFound));
+        assert_eq!(
+            m.m.mount(&name, "s1", 1 << 20),
+            Err(MasterError::InvalidParams),
+            "s1 is c1's"
+        );
+        assert!(m.m.known_client_id(&name).is_none());
+    }
+    assert_eq!(m.m.snapshot().names, before, "strangers were interned");
+}
+
+/// Defect 8a: `put_end`/`put_revoke` could not refuse an Offline, unknown or foreign writer.
+#[test]
+fn put_callbacks_know_their_writer() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 20).unwrap();
+    m.at(0).put_as("c1", "default", "k", 10, 1).unwrap();
+    m.at(0).put_as("c1", "default", "j", 10, 1).unwrap();
+    assert_eq!(m.m.put_end_as("nobody", "k"), Err(MasterError::IllegalClient));
+    assert_eq!(
+        m.m.put_end_as("c2", "k"),
+        Err(MasterError::IllegalClient),
+        "not the writer"
+    );
+    m.m.fail_step(Step::Segments, 100);
+    for t in (1_000..=11_000).step_by(1_000) {
+        m.at(t).ping("c2");
+    }
+    assert_eq!(m.state("c1"), Some(mooncake_liveness::LivenessState::Suspected));
+    m.at(11_000)
+        .put_end_as("c1", "k")
+        .expect("a Suspected writer's PutEnd converges");
+    for t in (12_000..=32_000).step_by(1_000) {
+        m.at(t).ping("c2");
+    }
+    assert_eq!(m.state("c1"), Some(mooncake_liveness::LivenessState::Offline));
+    assert_eq!(
+        m.m.put_revoke_as("c1", "j"),
+        Err(MasterError::UnavailableInCurrentStatus)
+    );
+}
+
+/// Defect 8b: a Put evicted before its quota check, so a refused Put could already have
+/// evicted objects.
+#[test]
+fn a_put_refused_by_its_quota_evicts_nothing() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 100).unwrap();
+    for i in 0..10 {
+        let k = format!("a{i}");
+        m.at(0).put_for("a", &k, 10, 1).unwrap();
+        m.at(0).put_end(&k).unwrap();
+    }
+    m.m.set_quota_limit("b", Some(5));
+    assert!(m.at(0).put_for("b", "big", 10, 1).is_err());
+    assert_eq!(m.m.objects().len(), 10, "the refused Put evicted objects");
+}
+
+/// Defect 8c: Copy/Move, promotion and offload charged quota without checking the limit.
+#[test]
+fn copy_and_offload_respect_the_quota_limit() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 20).unwrap();
+    m.at(0).mount_local_disk("c1", 1 << 20).unwrap();
+    m.at(0).mount_local_disk("c2", 1 << 20).unwrap();
+    m.at(0).put_for("t", "k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    m.m.set_quota_limit("t", Some(10));
+    let target = if m.m.get("k").unwrap()[0].segment == "s1" {
+        "s2"
+    } else {
+        "s1"
+    };
+    assert_eq!(m.m.replicate("k", target, false), Err(MasterError::TenantQuotaExceeded));
+    assert_eq!(m.m.objects()["k"].replicas.len(), 1, "a refused Copy allocated");
+    assert!(m.m.offload_heartbeat("c1").unwrap().is_empty());
+    assert!(m.m.offload_heartbeat("c2").unwrap().is_empty());
+    assert_eq!(m.m.quota_used(), 10);
+}
+
+/// Defect 9a: the diagnostic query showed `offboarding: bool` but not the job's attempts and
+/// last error.
+#[test]
+fn query_shows_the_parked_jobs_attempts_and_last_error() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.m.fail_step(Step::Segments, 2);
+    m.at(30_100);
+    let q = m.m.query(Some("c1"), None);
+    let job = q.clients[0].job.as_ref().expect("the parked job is shown");
+    assert_eq!(job.attempts, 1);
+    assert!(job.last_error.as_deref().unwrap_or("").contains("segments"), "{job:?}");
+}
+
+/// Defect 9b: restored jobs kept the old process's commit time, so job-age metrics were off
+/// after failover.
+#[test]
+fn restored_jobs_are_stamped_with_the_restoring_clock() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.m.fail_step(Step::Segments, 100);
+    m.at(30_100);
+    let snap = m.m.snapshot();
+    // A new process: its clock starts again.
+    let clock = Arc::new(ManualClock::new(5));
+    let options = MasterOptions {
+        offboarding: OffboardingDriver::Outbox,
+        ..MasterOptions::default()
+    };
+    let restored = Master::restore(clock.clone() as Arc<dyn Clock>, config(), options, &snap).unwrap();
+    clock.set_ms(100);
+    restored.tick();
+    let jobs = restored.take_jobs();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        jobs[0].committed_at_ms(),
+        5,
+        "stamped with the restoring master's clock"
+    );
+}
+
+/// Defect 9c: the `Master` API did not expose the incarnation tokens decisions.md promises.
+#[test]
+fn incarnation_tokens_fence_stale_callers() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    let token = m.m.incarnation_of("c1");
+    assert_eq!(token, Some(Incarnation(1)));
+    assert_eq!(m.m.ping_with_token("c1", Some(Incarnation(2))), PingStatus::NeedRemount);
+    m.m.remount(
+        "c1",
+        &[SegmentSpec {
+            segment: "s1".into(),
+            size: 1 << 20,
+        }],
+    )
+    .unwrap();
+    assert_eq!(m.m.ping_with_token("c1", token), PingStatus::Ok);
+    assert_eq!(
+        m.m.mount_with_token("c1", Some(Incarnation(7)), "s9", 1 << 20),
+        Err(MasterError::InvalidParams)
+    );
+    m.m.mount_with_token("c1", token, "s9", 1 << 20).unwrap();
+}
