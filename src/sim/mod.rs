@@ -12,4 +12,4 @@ pub mod fleet;
 pub mod legacy;
 mod replay;
 
-pub use replay::{replay, replay_with_warnings, ReplayError};
+pub use replay::{replay, replay_policy, replay_with_warnings, ReplayError, ReplayPolicy};
