@@ -280,7 +280,8 @@ impl LegacyMonitor {
     }
 
     /// Ping: answers from the ready set, then pushes the id (even for an unknown client).
-    /// A full queue fails the RPC (`INTERNAL_ERROR`).
+    /// A full queue fails the RPC (`INTERNAL_ERROR`). The master's data is not touched (main's
+    /// Ping only reads `ok_client_`); it is taken for symmetry with the other RPCs.
     pub fn ping(&mut self, _master: &mut Master, client: &str) -> Result<LegacyPing, LegacyError> {
         let status = if self.ready.contains(client) {
             LegacyPing::Ok
@@ -328,6 +329,12 @@ impl LegacyMonitor {
 
     /// The master process stops until `resume_ms`: the ticks before it never run; the next one
     /// is the first tick time at or after `resume_ms` (pushes made before it are drained there).
+    ///
+    /// Pings sent during the pause are buffered by the transport and handled on resume, racing
+    /// the monitor (main drains, then expires). Pings first — what the real master did in every
+    /// conformance run: [`ping`](Self::ping) each buffered client, then
+    /// [`run_ticks_to`](Self::run_ticks_to). Monitor first: `run_ticks_to(resume)` before the
+    /// pings, with `resume_ms` on a tick (a multiple of [`tick_ms`](Self::tick_ms)).
     pub fn skip_ticks(&mut self, resume_ms: u64) {
         let resume = resume_ms.div_ceil(self.tick_ms) * self.tick_ms;
         self.next_tick_ms = self.next_tick_ms.max(resume);

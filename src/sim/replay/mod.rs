@@ -6,6 +6,11 @@
 //! monitor ticks due up to its `t_ms`, **apply** it to the [`Master`], **render** the events the
 //! ticks and the op produced, then the op's own line.
 //!
+//! Two things sit around that pipeline: a `block_heartbeats` line makes the loop hold every
+//! `ping` until the block ends and then apply them as lines at its end (`Block`); and the
+//! master's liveness is either the library's (`--policy rfc`, `Sim`) or Mooncake main's client
+//! monitor (`ReplayPolicy::Legacy`, `legacy::LegacySim`), behind one `Engine`.
+//!
 //! ```
 //! let trace = r#"{"config": {"client_active_ttl_sec": 10}}
 //! {"t_ms": 100, "op": "mount", "client": "c1", "segment": "s1", "size": 1024}
