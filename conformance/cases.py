@@ -57,6 +57,7 @@ class Run:
 
     def __init__(self, ttl_s, index, logdir):
         self.ttl_s = ttl_s
+        self.index = index
         self.logdir = logdir
         self.master = realmaster.Master(ttl_s, index, logdir)
         self.clients = {}
@@ -65,7 +66,7 @@ class Run:
         return int(round(((time.time() if t is None else t) - self.master.started_at) * 1000))
 
     def add(self, name, segment_bytes):
-        c = clientmod.Client(name, self.master, segment_bytes, self.logdir)
+        c = clientmod.Client(name, self.master, segment_bytes, self.logdir, f"{self.index}-{name}")
         self.clients[name] = c
         return c
 
@@ -264,4 +265,10 @@ CASES = [
     ("master_pause_8s", "master stopped (SIGSTOP) 8 s > 2 x TTL", lambda run: master_pause(run, 8.0)),
     ("client_kill", "client V killed (SIGKILL)", client_kill),
     ("put_in_flight", "V, the only holder, stopped 6 s between PutStart and PutEnd", lambda run: put_in_flight(run, 6.0)),
+]
+
+# Run only when named (--cases): longer variants for checking the observations.
+EXTRA = [
+    ("master_pause_20s", "master stopped (SIGSTOP) 20 s", lambda run: master_pause(run, 20.0)),
+    ("client_pause_10s", "client V stopped (SIGSTOP) 10 s, TTL 3 s", lambda run: client_pause(run, 10.0)),
 ]

@@ -15,10 +15,10 @@ _CLIENT_ID = re.compile(r"\] client_id=(\S+)$")
 class Client:
     """A ``MooncakeDistributedStore`` in its own process, with a segment of ``segment_bytes``."""
 
-    def __init__(self, name, master, segment_bytes, logdir):
+    def __init__(self, name, master, segment_bytes, logdir, log_name=None):
         self.name = name
         self.segment_bytes = segment_bytes
-        self.log_path = os.path.join(logdir, f"{name}.log")
+        self.log_path = os.path.join(logdir, f"{log_name or name}.log")
         self._log = open(self.log_path, "w")
         self.proc = procs.spawn(
             [sys.executable, "-m", "conformance.worker", net.ADDR, master.rpc, master.metadata, str(segment_bytes)],
