@@ -50,7 +50,7 @@ def main():
             with open(os.path.join(logdir, f"{name}.trace.jsonl"), "w") as f:
                 f.write("\n".join(legacy["trace"]) + "\n")
             fault_ms = min([a for v in sched.silent.values() for a, _ in v] + ([sched.master_pause[0]] if sched.master_pause else []))
-            bad = report.disagreements(real, legacy)
+            bad = report.disagreements(real, legacy, args.ttl)
             if bad and sched.master_pause:
                 # Main's monitor and the buffered Pings race when the master resumes (the
                 # buffered Pings won in every run so far). The model's other order: the pause
@@ -58,7 +58,7 @@ def main():
                 a, b = sched.master_pause
                 other = dataclasses.replace(sched, master_pause=(a, -(-b // 1000) * 1000))
                 alt = trace.predict(other, args.bin, "legacy")
-                if not report.disagreements(real, alt):
+                if not report.disagreements(real, alt, args.ttl):
                     legacy, bad = alt, []
                     real.notes = "the monitor ran before the buffered Pings this time; legacy agrees in that order"
             rows.append((name, desc, real, legacy, rfc, fault_ms, bad))

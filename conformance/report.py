@@ -7,9 +7,24 @@ def lost(before, after):
     return {h: before.get(h, 0) - after.get(h, 0) for h in sorted(set(before) | set(after))}
 
 
-def disagreements(real, legacy):
+# Slack on the expiry window for RPC and scheduling delays of the real processes, seconds.
+WINDOW_SLACK_S = 0.25
+
+
+def window(ttl_s):
+    """When the model says a client that stops at 0 expires: its last ping came in (-1, 0] s,
+    the next tick (within 1 s) drained it, and the tick ``ttl`` later expires it."""
+    return ttl_s - 1 - WINDOW_SLACK_S, ttl_s + 1 + WINDOW_SLACK_S
+
+
+def disagreements(real, legacy, ttl_s=None):
     """Why the legacy prediction differs from what the real master did ([] when it agrees)."""
     out = []
+    if ttl_s is not None:
+        lo, hi = window(ttl_s)
+        for c, d in real.expiry_delay_s.items():
+            if not lo < d <= hi:
+                out.append(f"{c} expired {d:.2f} s after the fault, outside the model's window ({lo:.2f}, {hi:.2f}]")
     if real.expired != legacy["expired"]:
         out.append(f"expired: real {real.expired}, legacy {legacy['expired']}")
     if real.visible_before != legacy["visible_before"]:
@@ -118,7 +133,9 @@ def markdown(rows, versions, ttl_s, date):
         "observable), so they are exact to a tick only; what is compared is who expired and what was",
         "lost, not the millisecond. Both follow main's rule: a client's deadline is the TTL after the",
         "monitor tick that drained its last ping, and it expires at the first tick past it, so a client",
-        f"that stops expires between {ttl_s - 1} and {ttl_s + 1} s later. `rfc` ends where it stands {TAIL_S} s after",
+        f"that stops expires between {ttl_s - 1} and {ttl_s + 1} s later; the run also fails when the real",
+        f"master expires a client outside that window (± {WINDOW_SLACK_S} s for RPC and scheduling delays).",
+        f"`rfc` ends where it stands {TAIL_S} s after",
         "the last probe (\"later offboarded\": a client that never came back).",
         "",
         "## Versions",
