@@ -78,7 +78,7 @@ def main():
         "mooncake-transfer-engine-non-cuda (PyPI wheel, `mooncake_master` and the client)": importlib.metadata.version(
             "mooncake-transfer-engine-non-cuda"
         ),
-        "mooncake-liveness": binver or "unknown",
+        "mooncake-liveness": binver.removeprefix("mooncake-liveness ") or "unknown",
         "Debian libraries": debs or "unknown",
         "Python": sys.version.split()[0],
     }
