@@ -14,4 +14,5 @@ starts the real master (PyPI ``mooncake-transfer-engine-non-cuda``) and real cli
 - :mod:`conformance.cases`: the fault schedules and what was observed.
 - :mod:`conformance.trace`: a schedule as a replay trace, and what a policy predicts.
 - :mod:`conformance.report`: the comparison and ``docs/CONFORMANCE.md``.
+- :mod:`conformance.selftest`: the comparison catches wrong predictions.
 """
