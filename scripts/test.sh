@@ -2,7 +2,8 @@
 # The project's test command (the README's promise; .ci/run calls it).
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
 # (with the fuzz smoke test, feature `fuzzing`), the full simulate scenario in release, a build
-# check of the fuzz crate, and the loom models in their own target dir.
+# check of the fuzz crate, the loom models in their own target dir, and the conformance harness
+# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,5 +35,8 @@ step "fuzz crate builds"
 
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
 scripts/loom.sh
+
+step "conformance: the legacy model against the real mooncake_master (docs/CONFORMANCE.md)"
+CONFORMANCE_OUT=target/CONFORMANCE.md scripts/conformance.sh
 
 step "all checks passed"

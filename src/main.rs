@@ -79,6 +79,10 @@ struct ReplayArgs {
     /// Write the run's metrics here, in Prometheus text format.
     #[arg(long, value_name = "FILE")]
     metrics: Option<std::path::PathBuf>,
+    /// `rfc` (the library's recoverable liveness) or `legacy` (Mooncake main's client monitor:
+    /// one TTL, a 1 s tick, expiry of every silent client in one batch).
+    #[arg(long, value_name = "POLICY", default_value = "rfc")]
+    policy: mooncake_liveness::sim::ReplayPolicy,
 }
 
 /// Configuration sources, resolved by `mooncake_liveness::config::resolve`.
@@ -136,7 +140,7 @@ fn main() -> ExitCode {
 }
 
 fn replay(args: &ReplayArgs) -> ExitCode {
-    use mooncake_liveness::sim::{replay_with_warnings, ReplayError};
+    use mooncake_liveness::sim::{replay_policy, ReplayError};
     use std::io::{BufReader, BufWriter, Read, Write};
     let input: Box<dyn Read> = if args.trace.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
@@ -161,7 +165,9 @@ fn replay(args: &ReplayArgs) -> ExitCode {
     };
     let metrics = args.metrics.as_ref().map(|_| install_prometheus());
     let mut out = BufWriter::new(output);
-    let result = replay_with_warnings(BufReader::new(input), &mut out, |w| eprintln!("warning: {w}"));
+    let result = replay_policy(BufReader::new(input), &mut out, args.policy, |w| {
+        eprintln!("warning: {w}")
+    });
     if let (Some(path), Some(handle)) = (&args.metrics, metrics) {
         if let Err(e) = std::fs::write(path, handle.render()) {
             eprintln!("error: cannot write {}: {e}", path.display());

@@ -6,7 +6,7 @@
 //! output; read every changed line against the trace format before keeping them.
 #![cfg(not(loom))]
 
-use mooncake_liveness::sim::{replay, ReplayError};
+use mooncake_liveness::sim::{replay, replay_policy, ReplayError, ReplayPolicy};
 use proptest::prelude::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -281,6 +281,7 @@ fn line_strategy() -> impl Strategy<Value = String> {
         "failover",
         "advance",
         "stall",
+        "block_heartbeats",
         "fail_step",
         "pong",
     ]);
@@ -346,14 +347,18 @@ proptest! {
     #[test]
     fn random_json_lines_never_panic(lines in prop::collection::vec(line_strategy(), 0..40)) {
         let input = monotone(lines);
-        let (out, err) = run_lib(input.as_bytes());
-        // Every output line is a JSON object with t_ms first.
-        for line in out.lines() {
-            prop_assert!(line.starts_with("{\"t_ms\":"), "{}", line);
-            prop_assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "{}", line);
-        }
-        if let Some(e) = err {
-            prop_assert!(matches!(e, ReplayError::Malformed { .. }), "{}", e);
+        for policy in [ReplayPolicy::Rfc, ReplayPolicy::Legacy] {
+            let mut out = Vec::new();
+            let err = replay_policy(input.as_bytes(), &mut out, policy, |_| {}).err();
+            let out = String::from_utf8(out).expect("output is UTF-8");
+            // Every output line is a JSON object with t_ms first.
+            for line in out.lines() {
+                prop_assert!(line.starts_with("{\"t_ms\":"), "{}", line);
+                prop_assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "{}", line);
+            }
+            if let Some(e) = err {
+                prop_assert!(matches!(e, ReplayError::Malformed { .. }), "{}", e);
+            }
         }
     }
 }

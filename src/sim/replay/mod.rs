@@ -6,6 +6,11 @@
 //! monitor ticks due up to its `t_ms`, **apply** it to the [`Master`], **render** the events the
 //! ticks and the op produced, then the op's own line.
 //!
+//! Two things sit around that pipeline: a `block_heartbeats` line makes the loop hold every
+//! `ping` until the block ends and then apply them as lines at its end (`Block`); and the
+//! master's liveness is either the library's (`--policy rfc`, `Sim`) or Mooncake main's client
+//! monitor (`ReplayPolicy::Legacy`, `legacy::LegacySim`), behind one `Engine`.
+//!
 //! ```
 //! let trace = r#"{"config": {"client_active_ttl_sec": 10}}
 //! {"t_ms": 100, "op": "mount", "client": "c1", "segment": "s1", "size": 1024}
@@ -18,6 +23,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod legacy;
 mod parse;
 mod render;
 
@@ -49,6 +55,31 @@ pub enum ReplayError {
     Io(#[from] std::io::Error),
 }
 
+/// Which liveness policy a replay runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplayPolicy {
+    /// The library's recoverable liveness (Active → Suspected → Offline), as configured.
+    #[default]
+    Rfc,
+    /// Mooncake main's client monitor ([`LegacyMonitor`](crate::sim::legacy::LegacyMonitor)):
+    /// one TTL (the active TTL of the configuration), a 1 s tick, expiry in one batch.
+    Legacy,
+}
+
+impl std::str::FromStr for ReplayPolicy {
+    type Err = String;
+
+    /// `rfc` or `legacy` (ASCII case ignored).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "rfc" => Ok(Self::Rfc),
+            "legacy" => Ok(Self::Legacy),
+            other => Err(format!("unknown replay policy `{other}` (expected rfc or legacy)")),
+        }
+    }
+}
+
 /// Replays `input` (a trace) and writes the output lines to `out`. Warnings (unknown
 /// configuration keys, unknown op fields) are dropped; see [`replay_with_warnings`].
 pub fn replay(input: impl BufRead, out: &mut impl Write) -> Result<(), ReplayError> {
@@ -58,12 +89,23 @@ pub fn replay(input: impl BufRead, out: &mut impl Write) -> Result<(), ReplayErr
 /// [`replay`], handing every warning (`line N: ...`) to `warn` as it is found. Blank lines are
 /// skipped; the configuration line, if any, must be the first non-blank line.
 pub fn replay_with_warnings(
+    input: impl BufRead,
+    out: &mut impl Write,
+    warn: impl FnMut(&str),
+) -> Result<(), ReplayError> {
+    replay_policy(input, out, ReplayPolicy::Rfc, warn)
+}
+
+/// [`replay_with_warnings`] under `policy`.
+pub fn replay_policy(
     mut input: impl BufRead,
     out: &mut impl Write,
+    policy: ReplayPolicy,
     mut warn: impl FnMut(&str),
 ) -> Result<(), ReplayError> {
     let mut parser = Parser::default();
-    let mut sim: Option<Sim> = None;
+    let mut engine: Option<Engine> = None;
+    let mut block = Block::default();
     let mut buf = Vec::new();
     let mut n = 0;
     loop {
@@ -83,19 +125,88 @@ pub fn replay_with_warnings(
                 for w in warnings {
                     warn(&format!("line {n}: config: {w}"));
                 }
-                sim = Some(Sim::new(config));
+                if policy == ReplayPolicy::Legacy {
+                    for w in legacy::ignored_keys(&value) {
+                        warn(&format!("line {n}: config: {w}"));
+                    }
+                }
+                engine = Some(Engine::new(policy, config));
             }
             Line::Op(op) => {
                 for field in &parser.unknown_fields {
                     warn(&format!("line {n}: ignoring unknown field {field:?}"));
                 }
-                let sim = sim.get_or_insert_with(|| Sim::new(default_config()));
-                out.write_all(sim.step(&op).as_bytes())?;
+                let engine = engine.get_or_insert_with(|| Engine::new(policy, default_config()));
+                if op.t_ms >= block.end_ms {
+                    block.release(engine, out)?;
+                }
+                match op.op {
+                    Op::Ping { .. } if op.t_ms < block.end_ms => block.held.push(op),
+                    Op::Stall { .. } if op.t_ms < block.end_ms => {
+                        return Err(malformed(format!(
+                            "a stall inside the heartbeat block that lasts until {} is not supported",
+                            block.end_ms
+                        )));
+                    }
+                    _ => {
+                        out.write_all(engine.step(&op).map_err(malformed)?.as_bytes())?;
+                        if let Op::BlockHeartbeats { ms } = op.op {
+                            block.end_ms = block.end_ms.max(op.t_ms + ms);
+                        }
+                    }
+                }
             }
         }
     }
+    if let Some(engine) = engine.as_mut() {
+        block.release(engine, out)?;
+    }
     out.flush()?;
     Ok(())
+}
+
+/// The pings a `block_heartbeats` holds until `end_ms` (0 when no block was ever in force).
+#[derive(Debug, Default)]
+struct Block {
+    end_ms: u64,
+    held: Vec<OpLine>,
+}
+
+impl Block {
+    /// Applies the held pings as lines at `end_ms`, in input order.
+    fn release(&mut self, engine: &mut Engine, out: &mut impl Write) -> Result<(), ReplayError> {
+        for mut line in std::mem::take(&mut self.held) {
+            line.t_ms = self.end_ms;
+            // A held line is a ping, which every engine applies.
+            let text = engine.step(&line).unwrap_or_default();
+            out.write_all(text.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// The master a replay drives, under its policy.
+#[derive(Debug)]
+enum Engine {
+    Rfc(Box<Sim>),
+    Legacy(Box<legacy::LegacySim>),
+}
+
+impl Engine {
+    fn new(policy: ReplayPolicy, config: LivenessConfig) -> Self {
+        match policy {
+            ReplayPolicy::Rfc => Self::Rfc(Box::new(Sim::new(config))),
+            ReplayPolicy::Legacy => Self::Legacy(Box::new(legacy::LegacySim::new(config))),
+        }
+    }
+
+    /// The output of one line; `Err` for an op the policy does not model (a malformed trace).
+    fn step(&mut self, line: &OpLine) -> Result<String, String> {
+        match self {
+            Self::Rfc(sim) => Ok(sim.step(line)),
+            Self::Legacy(sim) => sim.step(line),
+        }
+    }
 }
 
 /// The configuration of a trace without a `config` line: an empty source, resolved.
@@ -204,30 +315,18 @@ impl Sim {
     fn apply(&mut self, line: &OpLine) -> Outcome {
         let m = &mut self.master;
         let done = |r: Result<(), MasterError>| r.map(|()| Answer::Done).map_err(MasterError::code);
-        let code = |e: MasterError| e.code();
         match &line.op {
             Op::Mount { client, segment, size } => done(m.mount(client, segment, *size)),
             Op::Remount { client, segments } => done(m.remount(client, segments)),
             Op::Unmount { client, segment } => done(m.unmount(client, segment)),
             Op::Ping { client } => Ok(Answer::Status(m.ping(client))),
             Op::MountLocalDisk { client, capacity } => done(m.mount_local_disk(client, *capacity)),
-            Op::Put { key, size, replicas } => {
-                let n = usize::try_from(replicas.unwrap_or(1)).unwrap_or(usize::MAX);
-                m.put(key, *size, n).map(Answer::Replicas).map_err(code)
-            }
-            Op::PutEnd { key } => done(m.put_end(key)),
-            Op::PutRevoke { key } => done(m.put_revoke(key)),
-            Op::Get { key } => m.get(key).map(Answer::Replicas).map_err(code),
-            Op::Remove { key } => done(m.remove(key)),
-            Op::Copy { key, to } => m.replicate(key, to, false).map(Answer::Task).map_err(code),
-            Op::Move { key, to } => m.replicate(key, to, true).map(Answer::Task).map_err(code),
-            Op::FetchTasks { client } => Ok(Answer::Tasks(m.fetch_tasks(client))),
-            Op::TaskDone { client, task, ok } => done(m.task_done(client, *task, ok.unwrap_or(true))),
-            Op::Drain { segment } => m.drain(segment).map(Answer::Tasks).map_err(code),
-            Op::OffloadHeartbeat { client } => m.offload_heartbeat(client).map(Answer::Tasks).map_err(code),
-            Op::Promote { key } => m.promote(key).map(Answer::Task).map_err(code),
+            Op::OffloadHeartbeat { client } => m
+                .offload_heartbeat(client)
+                .map(Answer::Tasks)
+                .map_err(MasterError::code),
+            Op::Promote { key } => m.promote(key).map(Answer::Task).map_err(MasterError::code),
             Op::Query { client, segment } => Ok(Answer::Query(m.query(client.as_deref(), segment.as_deref()))),
-            Op::Advance => Ok(Answer::Done),
             Op::Stall { ms } => {
                 self.stall(line.t_ms, *ms);
                 Ok(Answer::Done)
@@ -241,6 +340,31 @@ impl Sim {
                 Ok(Answer::Done)
             }
             Op::Failover => self.failover(),
+            op => apply_data(m, op).unwrap_or(Ok(Answer::Done)),
         }
     }
+}
+
+/// The ops every policy sends straight to the master's data paths (`None` for the others).
+fn apply_data(m: &mut Master, op: &Op) -> Option<Outcome> {
+    let done = |r: Result<(), MasterError>| r.map(|()| Answer::Done).map_err(MasterError::code);
+    let code = |e: MasterError| e.code();
+    Some(match op {
+        Op::Put { key, size, replicas } => {
+            let n = usize::try_from(replicas.unwrap_or(1)).unwrap_or(usize::MAX);
+            m.put(key, *size, n).map(Answer::Replicas).map_err(code)
+        }
+        Op::PutEnd { key } => done(m.put_end(key)),
+        Op::PutRevoke { key } => done(m.put_revoke(key)),
+        Op::Get { key } => m.get(key).map(Answer::Replicas).map_err(code),
+        Op::Remove { key } => done(m.remove(key)),
+        Op::Copy { key, to } => m.replicate(key, to, false).map(Answer::Task).map_err(code),
+        Op::Move { key, to } => m.replicate(key, to, true).map(Answer::Task).map_err(code),
+        Op::FetchTasks { client } => Ok(Answer::Tasks(m.fetch_tasks(client))),
+        Op::TaskDone { client, task, ok } => done(m.task_done(client, *task, ok.unwrap_or(true))),
+        Op::Drain { segment } => m.drain(segment).map(Answer::Tasks).map_err(code),
+        // A `block_heartbeats` line itself changes nothing; the replay loop holds the pings.
+        Op::Advance | Op::BlockHeartbeats { .. } => Ok(Answer::Done),
+        _ => return None,
+    })
 }

@@ -86,6 +86,9 @@ pub(super) enum Op {
     Stall {
         ms: u64,
     },
+    BlockHeartbeats {
+        ms: u64,
+    },
     FailStep {
         step: Step,
         times: u32,
@@ -118,6 +121,7 @@ impl Op {
             Op::Failover => "failover",
             Op::Advance => "advance",
             Op::Stall { .. } => "stall",
+            Op::BlockHeartbeats { .. } => "block_heartbeats",
             Op::FailStep { .. } => "fail_step",
         }
     }
@@ -273,6 +277,7 @@ fn parse_op(f: &Fields<'_>, name: &str) -> ParseResult<Op> {
         "failover" => Op::Failover,
         "advance" => Op::Advance,
         "stall" => Op::Stall { ms: f.duration("ms")? },
+        "block_heartbeats" => Op::BlockHeartbeats { ms: f.duration("ms")? },
         "fail_step" => Op::FailStep {
             step: f.step("step")?,
             times: f.u32("times")?,
@@ -297,7 +302,7 @@ pub(super) fn known_fields(op: &Op) -> &'static [&'static str] {
         Op::Drain { .. } => &["segment"],
         Op::Query { .. } => &["client", "segment"],
         Op::Snapshot | Op::Failover | Op::Advance => &[],
-        Op::Stall { .. } => &["ms"],
+        Op::Stall { .. } | Op::BlockHeartbeats { .. } => &["ms"],
         Op::FailStep { .. } => &["step", "times"],
     }
 }

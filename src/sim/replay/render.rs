@@ -5,6 +5,7 @@
 use super::parse::{Op, OpLine};
 use crate::liveness::PingStatus;
 use crate::master::{Master, MasterEvent, QueryReport, ReplicaDesc, TaskDesc};
+use crate::sim::legacy::{Expiry, LegacyClient};
 use serde::Serialize;
 
 /// One JSON object under construction.
@@ -63,6 +64,8 @@ pub(super) enum Answer {
     Task(u64),
     /// `query`: the report (`segment_status` printed when a segment was asked for).
     Query(QueryReport),
+    /// `query` under `--policy legacy`: the monitor's view of every client it knows.
+    LegacyQuery(Vec<LegacyClient>),
 }
 
 /// The outcome of one operation: an answer, or the upper-case code of a refusal (the master's
@@ -138,7 +141,7 @@ fn echo(op: &Op, out: &mut JsonLine) {
             }
         }
         Op::Snapshot | Op::Failover | Op::Advance => {}
-        Op::Stall { ms } => {
+        Op::Stall { ms } | Op::BlockHeartbeats { ms } => {
             out.field("ms", ms);
         }
         Op::FailStep { step, times } => {
@@ -168,6 +171,9 @@ fn answer_fields(op: &Op, answer: &Answer, out: &mut JsonLine) {
         }
         Answer::Task(id) => {
             out.field("task", id);
+        }
+        Answer::LegacyQuery(clients) => {
+            out.field("clients", clients);
         }
         Answer::Query(report) => {
             // The contract pins `query`'s fields; the parked job's detail (attempts, last error)
@@ -254,6 +260,15 @@ pub(super) fn event_line(master: &Master, event: &MasterEvent) -> String {
             out.finish()
         }
     }
+}
+
+/// The output line of a legacy expiry: `{"t_ms","event":"expired","client","segments","objects_lost"}`.
+pub(super) fn expiry_line(e: &Expiry) -> String {
+    let mut out = JsonLine::new(e.at_ms, "event", "expired");
+    out.str("client", &e.client)
+        .field("segments", &e.segments)
+        .field("objects_lost", &e.objects_lost);
+    out.finish()
 }
 
 #[cfg(all(test, not(loom)))]

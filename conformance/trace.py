@@ -1,0 +1,161 @@
+"""A case's schedule as a ``replay`` trace, and what a policy predicts from it.
+
+The trace follows the real clients' protocol: mount, ReMount 10 ms later (their first Ping
+answers ``NEED_REMOUNT`` at once), a Ping every second from the mount on, nothing while
+silent, and on resuming a Ping and a ReMount (a no-op for a client that is still ready). A
+master pause is a ``stall``; each client's Ping sent during it is buffered and handled when the
+master resumes, before its next tick (as observed). The objects are put at the time the real
+ones were, counted per holder: each holder's segment in the trace is sized to hold exactly the
+objects the real master placed on it, so the model's allocation reproduces the real placement
+counts (which key lands where differs; what is compared is counted per holder). ``get`` probes at the real probes' times count what is visible; a last probe 30 s later
+shows where ``rfc`` ends up.
+"""
+
+import json
+import subprocess
+
+from .cases import OBJECT
+
+RFC_SUSPICION_TTL_S = 20  # the library's default suspicion TTL
+TAIL_MS = 30_000
+
+
+def _size(sched, name):
+    n = sched.placement.get(name, 0)
+    if sched.in_flight and sched.in_flight[1] == name:
+        n += 1
+    return max(n * OBJECT, 1)
+
+
+def _silent(sched, name, t):
+    return any(a <= t and (b is None or t < b) for a, b in sched.silent.get(name, []))
+
+
+def _paused(sched, t):
+    p = sched.master_pause
+    return p is not None and p[0] <= t < p[1]
+
+
+def build(sched, policy):
+    """The trace's lines (JSON strings) for ``policy`` (``legacy`` or ``rfc``)."""
+    if policy == "legacy":
+        config = {"client_live_ttl_sec": sched.ttl_s}
+    else:
+        config = {"client_active_ttl_sec": sched.ttl_s, "client_suspicion_ttl_sec": RFC_SUSPICION_TTL_S}
+    end_ms = sched.after_ms + TAIL_MS
+    ops = []  # (t_ms, sequence, op)
+
+    def add(t, op):
+        ops.append((t, len(ops), dict(t_ms=t, **op)))
+
+    for name, (mount_ms, segment) in sorted(sched.clients.items()):
+        spec = [{"segment": segment, "size": _size(sched, name)}]
+        add(mount_ms, {"op": "mount", "client": name, "segment": segment, "size": spec[0]["size"]})
+        add(mount_ms + 10, {"op": "remount", "client": name, "segments": spec})
+        buffered = False
+        t = mount_ms + 1000
+        while t <= end_ms:
+            if _silent(sched, name, t):
+                pass
+            elif _paused(sched, t):
+                buffered = True
+            else:
+                add(t, {"op": "ping", "client": name})
+            t += 1000
+        if buffered:
+            add(sched.master_pause[1], {"op": "ping", "client": name})
+        for a, b in sched.silent.get(name, []):
+            if b is None:
+                continue
+            add(b, {"op": "ping", "client": name})
+            if sched.in_flight and sched.in_flight[1] == name:
+                add(b, {"op": "put_end", "key": sched.in_flight[0]})
+            add(b, {"op": "remount", "client": name, "segments": spec})
+            t = b + 1000
+            while t <= end_ms:
+                if not _silent(sched, name, t):
+                    add(t, {"op": "ping", "client": name})
+                t += 1000
+    keys = [f"{h}-{i}" for h, n in sorted(sched.placement.items()) for i in range(n)]
+    for k in keys:
+        add(sched.puts_ms, {"op": "put", "key": k, "size": OBJECT})
+        add(sched.puts_ms, {"op": "put_end", "key": k})
+    if sched.in_flight:
+        add(sched.in_flight[2], {"op": "put", "key": sched.in_flight[0], "size": OBJECT})
+    if sched.master_pause:
+        a, b = sched.master_pause
+        add(a, {"op": "stall", "ms": b - a})
+    for t in (sched.before_ms, sched.after_ms, end_ms):
+        for k in keys:
+            add(t, {"op": "get", "key": k})
+    ops.sort(key=lambda o: (o[0], o[1]))
+    # Nothing may come between a stall and its end (the trace contract): later ops wait for it.
+    lines = [json.dumps({"config": config})]
+    stall_end = None
+    for t, _, op in ops:
+        if stall_end is not None and t < stall_end:
+            continue  # pings scheduled inside the pause (handled as buffered ones above)
+        lines.append(json.dumps(op))
+        if op["op"] == "stall":
+            stall_end = t + op["ms"]
+    return lines, (sched.before_ms, sched.after_ms, end_ms)
+
+
+def replay(binary, lines, policy):
+    """Runs ``mooncake-liveness replay --policy POLICY`` on the lines; its output lines, parsed."""
+    out = subprocess.run(
+        [binary, "replay", "--policy", policy, "-"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"error: replay --policy {policy} failed ({out.returncode}): {out.stderr.strip()}")
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def predict(sched, binary, policy):
+    """What ``policy`` predicts: the same fields as :class:`conformance.cases.Observed`."""
+    lines, (before, after, end) = build(sched, policy)
+    out = replay(binary, lines, policy)
+    gone_kind = "expired" if policy == "legacy" else "offboarded"
+    expired_at = {}
+    suspected = set()
+    visible = {before: {}, after: {}, end: {}}
+    withheld = {before: {}, after: {}, end: {}}
+    remounted = {}
+    put_end_ok = None
+    holder = {}
+    for o in out:
+        if o.get("op") == "put" and o["ok"]:
+            holder[o["key"]] = o["replicas"][0]["client"]
+        t = o["t_ms"]
+        if o.get("event") == gone_kind and o["client"] not in expired_at:
+            expired_at[o["client"]] = t
+        if o.get("event") == "transition" and o.get("to") == "Suspected" and t <= after:
+            suspected.add(o["client"])
+        if o.get("op") == "get" and t in visible:
+            h = holder.get(o["key"], "?")
+            if o["ok"]:
+                visible[t][h] = visible[t].get(h, 0) + 1
+            elif o["error"] == "REPLICA_IS_NOT_READY":
+                withheld[t][h] = withheld[t].get(h, 0) + 1
+        if o.get("op") == "remount" and o["client"] in expired_at:
+            remounted[o["client"]] = remounted.get(o["client"], False) or o["ok"]
+        if o.get("op") == "put_end" and sched.in_flight and o["key"] == sched.in_flight[0]:
+            put_end_ok = o["ok"]
+    return {
+        "expired": sorted(c for c, t in expired_at.items() if t <= after),
+        "expired_by_end": sorted(expired_at),
+        "expiry_at_ms": expired_at,
+        "suspected": sorted(suspected),
+        "visible_before": visible[before],
+        "visible_after": visible[after],
+        "visible_end": visible[end],
+        "withheld_after": withheld[after],
+        "withheld_end": withheld[end],
+        "remounted": remounted,
+        "put_end_ok": put_end_ok,
+        "trace": lines,
+    }

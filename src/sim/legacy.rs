@@ -1,0 +1,517 @@
+//! Mooncake `main`'s client monitor (`MasterService::ClientMonitorFunc`) as a small separate
+//! policy: the **legacy** model that `replay --policy legacy` and the fleet simulator run, and
+//! that `scripts/conformance.sh` checks against the real `mooncake_master`.
+//!
+//! # What it models (mooncake-master-paths §1.8, §2.2–§2.4, §2.6; `master_service.cpp` on main)
+//!
+//! - **The ping queue**: `Ping`, `MountSegment` (before mounting) and the non-idempotent path of
+//!   `ReMountSegment` push the client id on a bounded queue of [`PING_QUEUE_CAPACITY`] entries
+//!   (`kClientPingQueueSize`). A push onto a full queue fails the RPC with `INTERNAL_ERROR`
+//!   ([`LegacyError::QueueFull`]): that liveness signal is lost, and a mount is not attempted.
+//! - **The monitor tick**, every [`TICK_MS`] (`kClientMonitorSleepMs`): take `now`, drain the
+//!   whole queue setting each drained client's deadline to `now + ttl` (anchored at the tick, not
+//!   at the ping's arrival), then expire every client whose deadline has passed, **in one
+//!   synchronous batch**. There is no token bucket, no stall detection, no suspicion window.
+//! - **Expiry**: the client leaves the ready set (`ok_client_`: its next Ping answers
+//!   `NEED_REMOUNT`), every memory segment it owns is unmounted, and every replica on those
+//!   segments goes; an object left without a replica is erased — completed *and* in-flight ones
+//!   (main's `ClearInvalidHandles` drops completed replicas with a dead handle and erases every
+//!   object that is no longer `IsValid()`, which a Put in progress on a dead segment is not).
+//!   The reference master's [`Master::unmount`] does exactly that to its data.
+//! - **No remount barrier**: after expiry the client may ReMount at once (main has no Offline
+//!   state); its segments come back empty. ReMount of a client already ready is an idempotent
+//!   `OK` that pushes no ping (main returns before the push).
+//! - A `Ping` from a client that never mounted is tracked like any other (main keeps no client
+//!   objects, only the TTL map) and expires with nothing to unmount.
+//!
+//! ## Where a deadline "passes"
+//! Main expires when `deadline < now`. Its loop sleeps `kClientMonitorSleepMs` *after* doing its
+//! work, so consecutive ticks are strictly more than 1000 ms apart and the tick `ttl / 1 s`
+//! periods after the drain is already strictly past the deadline (the drift, a fraction of a
+//! millisecond per tick, never adds up to a whole tick within a TTL). On a virtual clock whose
+//! ticks are exactly [`TICK_MS`] apart that same tick has `now == deadline`, so the model expires
+//! at `deadline <= now`: with `client_ttl = 3` a client whose last ping was drained at τ expires
+//! at τ + 3000, the 3rd tick after. `scripts/conformance.sh` measures the real master's delay.
+//!
+//! # What it does not model
+//! LocalDisk (SSD) registrations, snapshots and failover, HA, NoF, and the time the expiry batch
+//! itself takes (a long sweep delays the next tick in main; here a tick is instantaneous).
+//!
+//! # API (stable: the fleet simulator and `replay --policy legacy` build on it)
+//! The reference [`Master`] keeps the data (segments, objects, allocation, Get); its own liveness
+//! core must never act: build it with [`LegacyMonitor::master_config`] and **never call
+//! [`Master::tick`]**. Route the liveness-carrying RPCs through the monitor — [`ping`],
+//! [`mount`], [`remount`], [`unmount`] — and everything else (put, get, ...) to the master
+//! directly. Drive time with [`run_ticks_to`] before each operation (ticks `<=` its time run
+//! first, like `replay`); a master that stops for a while skips its ticks with [`skip_ticks`].
+//!
+//! ```
+//! use mooncake_liveness::clock::{Clock, ManualClock};
+//! use mooncake_liveness::master::{Master, MasterOptions, SegmentSpec};
+//! use mooncake_liveness::sim::legacy::{LegacyMonitor, LegacyPing};
+//! use std::sync::Arc;
+//!
+//! let clock = Arc::new(ManualClock::new(0));
+//! let mut mon = LegacyMonitor::new(3_000); // --client_ttl=3
+//! let config = LegacyMonitor::master_config(&Default::default());
+//! let mut m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+//! mon.mount(&mut m, "c1", "s1", 64 << 20).unwrap();
+//! assert_eq!(mon.ping(&mut m, "c1").unwrap(), LegacyPing::NeedRemount);
+//! let specs = [SegmentSpec { segment: "s1".into(), size: 64 << 20 }];
+//! mon.remount(&mut m, "c1", &specs).unwrap();
+//! m.put("k", 65_536, 1).unwrap();
+//! m.put_end("k").unwrap();
+//! // Silent from t = 0: the tick at 1000 drains the pushes (deadline 4000), 4000 expires it.
+//! assert!(mon.run_ticks_to(&mut m, 3_999).is_empty());
+//! let expired = mon.run_ticks_to(&mut m, 4_000);
+//! assert_eq!((expired[0].client.as_str(), expired[0].objects_lost), ("c1", 1));
+//! assert!(m.get("k").is_err());
+//! // No barrier: it remounts at once, empty.
+//! assert_eq!(mon.ping(&mut m, "c1").unwrap(), LegacyPing::NeedRemount);
+//! mon.remount(&mut m, "c1", &specs).unwrap();
+//! ```
+//!
+//! [`ping`]: LegacyMonitor::ping
+//! [`mount`]: LegacyMonitor::mount
+//! [`remount`]: LegacyMonitor::remount
+//! [`unmount`]: LegacyMonitor::unmount
+//! [`run_ticks_to`]: LegacyMonitor::run_ticks_to
+//! [`skip_ticks`]: LegacyMonitor::skip_ticks
+#![forbid(unsafe_code)]
+
+use crate::config::{LivenessConfig, MAX_DURATION_MS};
+use crate::master::{Master, MasterError, SegmentSpec};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::fmt;
+
+/// Main's monitor period, `kClientMonitorSleepMs`.
+pub const TICK_MS: u64 = 1_000;
+
+/// Main's ping queue capacity, `kClientPingQueueSize`.
+pub const PING_QUEUE_CAPACITY: usize = 131_072;
+
+/// Main's default `--client_ttl` (`DEFAULT_CLIENT_LIVE_TTL_SEC`), ms.
+pub const DEFAULT_TTL_MS: u64 = 10_000;
+
+/// A Ping's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum LegacyPing {
+    /// The client completed a ReMount and has not expired since (`ClientStatus::OK`).
+    #[serde(rename = "OK")]
+    Ok,
+    /// First contact, or expired since its last ReMount.
+    #[serde(rename = "NEED_REMOUNT")]
+    NeedRemount,
+}
+
+/// Why a legacy RPC failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LegacyError {
+    /// The ping queue was full: main answers `INTERNAL_ERROR` and the signal is lost.
+    QueueFull,
+    /// The reference master refused the segment work.
+    Master(MasterError),
+}
+
+impl LegacyError {
+    /// The upper-case code (`INTERNAL_ERROR`, or the master's own).
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::QueueFull => "INTERNAL_ERROR",
+            Self::Master(e) => e.code(),
+        }
+    }
+}
+
+impl fmt::Display for LegacyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl std::error::Error for LegacyError {}
+
+impl From<MasterError> for LegacyError {
+    fn from(e: MasterError) -> Self {
+        Self::Master(e)
+    }
+}
+
+/// One client expired by a tick.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Expiry {
+    /// When (the tick's time).
+    pub at_ms: u64,
+    /// The client.
+    pub client: String,
+    /// The memory segments unmounted, by name.
+    pub segments: Vec<String>,
+    /// Objects erased because their last replica was on those segments.
+    pub objects_lost: usize,
+}
+
+/// What the monitor knows of one client (diagnostics; main exposes none of it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LegacyClient {
+    /// The client.
+    pub client: String,
+    /// In the TTL map (drained at least once, not expired since).
+    pub tracked: bool,
+    /// In the ready set (`ok_client_`): its Ping answers `OK`.
+    pub ready: bool,
+    /// Its deadline, when tracked.
+    pub deadline_ms: Option<u64>,
+}
+
+/// Main's client monitor: the ping queue, the TTL map and the ready set.
+#[derive(Clone, Debug)]
+pub struct LegacyMonitor {
+    ttl_ms: u64,
+    tick_ms: u64,
+    capacity: usize,
+    queue: VecDeque<String>,
+    /// The monitor thread's `client_ttl` map: client → deadline.
+    deadlines: HashMap<String, u64>,
+    /// `ok_client_`: clients that completed a ReMount and have not expired since.
+    ready: BTreeSet<String>,
+    next_tick_ms: u64,
+    /// Pings refused because the queue was full (main logs nothing else for them).
+    rejected: u64,
+}
+
+impl LegacyMonitor {
+    /// A monitor with main's tick and queue capacity and `--client_ttl` of `ttl_ms`; its first
+    /// tick is at [`TICK_MS`].
+    pub fn new(ttl_ms: u64) -> Self {
+        Self::with(ttl_ms, TICK_MS, PING_QUEUE_CAPACITY)
+    }
+
+    /// A monitor with a given tick (ticks at its multiples, the first at `tick_ms`) and queue
+    /// capacity. Both at least 1.
+    pub fn with(ttl_ms: u64, tick_ms: u64, capacity: usize) -> Self {
+        let tick_ms = tick_ms.max(1);
+        Self {
+            ttl_ms,
+            tick_ms,
+            capacity: capacity.max(1),
+            queue: VecDeque::new(),
+            deadlines: HashMap::new(),
+            ready: BTreeSet::new(),
+            next_tick_ms: tick_ms,
+            rejected: 0,
+        }
+    }
+
+    /// The configuration to build the reference [`Master`] with: `base` with TTLs so long that
+    /// the library's own liveness never acts (and both brakes off), so only this monitor decides.
+    pub fn master_config(base: &LivenessConfig) -> LivenessConfig {
+        LivenessConfig {
+            active_ttl_ms: MAX_DURATION_MS,
+            suspicion_ttl_ms: MAX_DURATION_MS,
+            stall_brake: false,
+            mass_suspicion_brake: false,
+            ..base.clone()
+        }
+    }
+
+    /// The TTL, ms.
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+
+    /// The tick period, ms.
+    pub fn tick_ms(&self) -> u64 {
+        self.tick_ms
+    }
+
+    /// The time of the next tick.
+    pub fn next_tick_ms(&self) -> u64 {
+        self.next_tick_ms
+    }
+
+    /// Pings (and mounts) refused so far because the queue was full.
+    pub fn rejected_pings(&self) -> u64 {
+        self.rejected
+    }
+
+    /// Pushes waiting for the next tick.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Is `client` in the TTL map (drained at least once and not expired since)?
+    pub fn is_tracked(&self, client: &str) -> bool {
+        self.deadlines.contains_key(client)
+    }
+
+    /// Has `client` completed a ReMount and not expired since?
+    pub fn is_ready(&self, client: &str) -> bool {
+        self.ready.contains(client)
+    }
+
+    /// `client`'s deadline, if tracked.
+    pub fn deadline_ms(&self, client: &str) -> Option<u64> {
+        self.deadlines.get(client).copied()
+    }
+
+    /// Every client tracked, ready or queued, in name order.
+    pub fn clients(&self) -> Vec<LegacyClient> {
+        let mut names: BTreeSet<&str> = self.deadlines.keys().map(String::as_str).collect();
+        names.extend(self.ready.iter().map(String::as_str));
+        names.extend(self.queue.iter().map(String::as_str));
+        names
+            .into_iter()
+            .map(|c| LegacyClient {
+                client: c.to_string(),
+                tracked: self.deadlines.contains_key(c),
+                ready: self.ready.contains(c),
+                deadline_ms: self.deadlines.get(c).copied(),
+            })
+            .collect()
+    }
+
+    fn push(&mut self, client: &str) -> Result<(), LegacyError> {
+        if self.queue.len() >= self.capacity {
+            self.rejected += 1;
+            return Err(LegacyError::QueueFull);
+        }
+        self.queue.push_back(client.to_string());
+        Ok(())
+    }
+
+    /// Ping: answers from the ready set, then pushes the id (even for an unknown client).
+    /// A full queue fails the RPC (`INTERNAL_ERROR`). The master's data is not touched (main's
+    /// Ping only reads `ok_client_`); it is taken for symmetry with the other RPCs.
+    pub fn ping(&mut self, _master: &mut Master, client: &str) -> Result<LegacyPing, LegacyError> {
+        let status = if self.ready.contains(client) {
+            LegacyPing::Ok
+        } else {
+            LegacyPing::NeedRemount
+        };
+        self.push(client)?;
+        Ok(status)
+    }
+
+    /// MountSegment: pushes the id first (a full queue fails it before mounting), then mounts.
+    /// It does not make the client ready; ReMount does.
+    pub fn mount(&mut self, master: &mut Master, client: &str, segment: &str, size: u64) -> Result<(), LegacyError> {
+        self.push(client)?;
+        Ok(master.mount(client, segment, size)?)
+    }
+
+    /// ReMountSegment: `OK` at once for a ready client (no push); else pushes the id, mounts
+    /// every segment not yet mounted and makes the client ready.
+    pub fn remount(&mut self, master: &mut Master, client: &str, specs: &[SegmentSpec]) -> Result<(), LegacyError> {
+        if self.ready.contains(client) {
+            return Ok(());
+        }
+        self.push(client)?;
+        master.remount(client, specs)?;
+        self.ready.insert(client.to_string());
+        Ok(())
+    }
+
+    /// UnmountSegment (voluntary): the segment, its replicas and the objects left without one go.
+    pub fn unmount(&mut self, master: &mut Master, client: &str, segment: &str) -> Result<(), LegacyError> {
+        Ok(master.unmount(client, segment)?)
+    }
+
+    /// Runs every tick due at or before `t_ms`, in order; returns the clients they expired.
+    pub fn run_ticks_to(&mut self, master: &mut Master, t_ms: u64) -> Vec<Expiry> {
+        let mut out = Vec::new();
+        while self.next_tick_ms <= t_ms {
+            let now = self.next_tick_ms;
+            out.extend(self.tick(master, now));
+            self.next_tick_ms += self.tick_ms;
+        }
+        out
+    }
+
+    /// The master process stops until `resume_ms`: the ticks before it never run; the next one
+    /// is the first tick time at or after `resume_ms` (pushes made before it are drained there).
+    ///
+    /// Pings sent during the pause are buffered by the transport and handled on resume, racing
+    /// the monitor (main drains, then expires). Pings first — what the real master did in every
+    /// conformance run: [`ping`](Self::ping) each buffered client, then
+    /// [`run_ticks_to`](Self::run_ticks_to). Monitor first: `run_ticks_to(resume)` before the
+    /// pings, with `resume_ms` on a tick (a multiple of [`tick_ms`](Self::tick_ms)).
+    pub fn skip_ticks(&mut self, resume_ms: u64) {
+        let resume = resume_ms.div_ceil(self.tick_ms) * self.tick_ms;
+        self.next_tick_ms = self.next_tick_ms.max(resume);
+    }
+
+    /// One tick at `now`: drain, then expire in one batch (clients in name order).
+    pub fn tick(&mut self, master: &mut Master, now: u64) -> Vec<Expiry> {
+        let deadline = now.saturating_add(self.ttl_ms);
+        for client in self.queue.drain(..) {
+            self.deadlines.insert(client, deadline);
+        }
+        let mut expired: Vec<String> = self
+            .deadlines
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .map(|(c, _)| c.clone())
+            .collect();
+        expired.sort();
+        for c in &expired {
+            self.deadlines.remove(c);
+            self.ready.remove(c);
+        }
+        expired.into_iter().map(|c| expire(master, now, c)).collect()
+    }
+}
+
+/// Unmounts every memory segment of `client`; counts the objects that went with them.
+fn expire(master: &mut Master, now: u64, client: String) -> Expiry {
+    let mut segments = Vec::new();
+    let mut keys = BTreeSet::new();
+    if let Some(id) = master.known_client_id(&client) {
+        for sid in master.segments().owned_by(id) {
+            if let Some(seg) = master.segments().get(sid) {
+                segments.push(seg.name.clone());
+                keys.extend(seg.keys.iter().cloned());
+            }
+        }
+    }
+    segments.sort();
+    for name in &segments {
+        // The library's record of a legacy client is always Active, so this cannot be refused.
+        let _ = master.unmount(&client, name);
+    }
+    let objects_lost = keys.iter().filter(|k| !master.objects().contains_key(*k)).count();
+    Expiry {
+        at_ms: now,
+        client,
+        segments,
+        objects_lost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use crate::master::MasterOptions;
+    use std::sync::Arc;
+
+    fn master() -> Master {
+        let clock = Arc::new(ManualClock::new(0));
+        Master::new(
+            clock as Arc<dyn Clock>,
+            LegacyMonitor::master_config(&LivenessConfig::default()),
+            MasterOptions::default(),
+        )
+    }
+
+    fn spec(name: &str) -> [SegmentSpec; 1] {
+        [SegmentSpec {
+            segment: name.into(),
+            size: 1 << 20,
+        }]
+    }
+
+    #[test]
+    fn deadline_is_anchored_at_the_draining_tick() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(3_000));
+        mon.mount(&mut m, "c", "s", 1 << 20).unwrap();
+        mon.run_ticks_to(&mut m, 500);
+        mon.ping(&mut m, "c").unwrap(); // at 500, drained at 1000
+        assert!(mon.run_ticks_to(&mut m, 3_000).is_empty());
+        assert_eq!(mon.deadline_ms("c"), Some(4_000));
+        let e = mon.run_ticks_to(&mut m, 4_000);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].at_ms, 4_000);
+        assert!(!mon.is_tracked("c"));
+        assert!(m.segments().is_empty());
+    }
+
+    #[test]
+    fn a_ping_drained_at_the_expiring_tick_saves_the_client() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(3_000));
+        mon.mount(&mut m, "c", "s", 1 << 20).unwrap();
+        mon.run_ticks_to(&mut m, 3_999);
+        mon.ping(&mut m, "c").unwrap();
+        assert!(mon.run_ticks_to(&mut m, 4_000).is_empty());
+        assert_eq!(mon.deadline_ms("c"), Some(7_000));
+    }
+
+    #[test]
+    fn expiry_is_one_batch_and_erases_complete_and_in_flight_objects() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(2_000));
+        for c in ["a", "b", "c"] {
+            mon.mount(&mut m, c, &format!("s{c}"), 1 << 20).unwrap();
+            mon.remount(&mut m, c, &spec(&format!("s{c}"))).unwrap();
+        }
+        for i in 0..6 {
+            m.put(&format!("k{i}"), 1024, 1).unwrap();
+        }
+        for i in 0..5 {
+            m.put_end(&format!("k{i}")).unwrap();
+        }
+        // "c" keeps pinging; "a" and "b" go silent.
+        mon.run_ticks_to(&mut m, 1_500);
+        mon.ping(&mut m, "c").unwrap();
+        mon.run_ticks_to(&mut m, 2_500);
+        mon.ping(&mut m, "c").unwrap();
+        let e = mon.run_ticks_to(&mut m, 3_000);
+        let names: Vec<_> = e.iter().map(|x| x.client.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let lost: usize = e.iter().map(|x| x.objects_lost).sum();
+        assert_eq!(m.objects().len(), 6 - lost);
+        assert!(m.objects().keys().all(|k| m.admin_replicas(k).is_ok() || k == "k5"));
+        assert_eq!(mon.ping(&mut m, "a").unwrap(), LegacyPing::NeedRemount);
+        assert_eq!(mon.ping(&mut m, "c").unwrap(), LegacyPing::Ok);
+    }
+
+    #[test]
+    fn a_put_in_flight_on_an_expired_segment_is_erased() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(1_000));
+        mon.mount(&mut m, "c", "s", 1 << 20).unwrap();
+        m.put("done", 1024, 1).unwrap();
+        m.put_end("done").unwrap();
+        m.put("writing", 1024, 1).unwrap();
+        let e = mon.run_ticks_to(&mut m, 2_000);
+        assert_eq!(e[0].objects_lost, 2);
+        assert!(m.objects().is_empty());
+        assert_eq!(m.put_end("writing"), Err(MasterError::ObjectNotFound));
+    }
+
+    #[test]
+    fn no_remount_barrier_and_idempotent_remount() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(1_000));
+        mon.mount(&mut m, "c", "s", 1 << 20).unwrap();
+        mon.remount(&mut m, "c", &spec("s")).unwrap();
+        mon.run_ticks_to(&mut m, 1_000);
+        assert_eq!(mon.queued(), 0);
+        mon.remount(&mut m, "c", &spec("s")).unwrap();
+        assert_eq!(mon.queued(), 0, "a ready client's ReMount pushes nothing");
+        assert_eq!(mon.run_ticks_to(&mut m, 2_000).len(), 1);
+        mon.remount(&mut m, "c", &spec("s")).unwrap();
+        assert!(mon.is_ready("c"));
+        assert_eq!(m.segments().len(), 1);
+    }
+
+    #[test]
+    fn a_full_queue_refuses_pings_and_mounts() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::with(3_000, 1_000, 2));
+        mon.ping(&mut m, "a").unwrap();
+        mon.ping(&mut m, "b").unwrap();
+        assert_eq!(mon.ping(&mut m, "c"), Err(LegacyError::QueueFull));
+        assert_eq!(mon.mount(&mut m, "c", "s", 1 << 20), Err(LegacyError::QueueFull));
+        assert!(m.segments().is_empty(), "a refused push mounts nothing");
+        assert_eq!(mon.rejected_pings(), 2);
+        mon.run_ticks_to(&mut m, 1_000);
+        assert!(mon.is_tracked("a") && !mon.is_tracked("c"));
+    }
+
+    #[test]
+    fn skipped_ticks_let_buffered_pings_win() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(3_000));
+        mon.mount(&mut m, "c", "s", 1 << 20).unwrap();
+        mon.run_ticks_to(&mut m, 2_000); // deadline 4000
+        mon.skip_ticks(10_500);
+        mon.ping(&mut m, "c").unwrap(); // buffered, handled at resume
+        assert!(mon.run_ticks_to(&mut m, 11_000).is_empty());
+        assert_eq!(mon.deadline_ms("c"), Some(14_000));
+    }
+}
