@@ -366,11 +366,10 @@ fn expire(master: &mut Master, now: u64, client: String) -> Expiry {
     let mut segments = Vec::new();
     let mut keys = BTreeSet::new();
     if let Some(id) = master.known_client_id(&client) {
-        for sid in master.segments().owned_by(id) {
-            if let Some(seg) = master.segments().get(sid) {
-                segments.push(seg.name.clone());
-                keys.extend(seg.keys.iter().cloned());
-            }
+        let owned = master.segments().owned_by(id);
+        for seg in owned {
+            segments.push(seg.name.clone());
+            keys.extend(seg.alloc().keys.iter().cloned());
         }
     }
     segments.sort();
@@ -378,7 +377,7 @@ fn expire(master: &mut Master, now: u64, client: String) -> Expiry {
         // The library's record of a legacy client is always Active, so this cannot be refused.
         let _ = master.unmount(&client, name);
     }
-    let objects_lost = keys.iter().filter(|k| !master.objects().contains_key(*k)).count();
+    let objects_lost = keys.iter().filter(|k| master.object(k).is_none()).count();
     Expiry {
         at_ms: now,
         client,
