@@ -40,12 +40,16 @@ impl LegacySim {
     pub(super) fn new(config: LivenessConfig) -> Self {
         let clock = Arc::new(ManualClock::new(0));
         let monitor = LegacyMonitor::new(config.active_ttl_ms);
-        let mut master = Master::new(
+        // Replay's shape (one metadata shard: exact LRU eviction; jobs at the tick).
+        let master = Master::new(
             clock.clone() as Arc<dyn Clock>,
             LegacyMonitor::master_config(&config),
-            MasterOptions::default(),
+            MasterOptions {
+                metadata_shards: 1,
+                offboarding: crate::master::OffboardingDriver::Inline,
+                ..MasterOptions::default()
+            },
         );
-        master.hand_jobs_to_executor(false);
         Self { clock, master, monitor }
     }
 
