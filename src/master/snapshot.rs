@@ -219,6 +219,21 @@ fn task_snap(t: &Task) -> TaskSnap {
     }
 }
 
+/// How long each phase of a restore took (the `snapshot/restore_1m` bench prints it).
+#[derive(Clone, Debug, Default)]
+pub struct RestorePhases {
+    /// Phase name and its duration, in order.
+    pub phases: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl RestorePhases {
+    fn mark(&mut self, name: &'static str, since: &mut std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.phases.push((name, now - *since));
+        *since = now;
+    }
+}
+
 impl Master {
     /// Builds a master from `snap` on `clock` (the failover time is the clock's now), or refuses
     /// a snapshot that contradicts itself, naming what is wrong.
@@ -228,6 +243,18 @@ impl Master {
         options: MasterOptions,
         snap: &Snapshot,
     ) -> Result<Master, SnapshotError> {
+        Self::restore_timed(clock, config, options, snap).map(|(m, _)| m)
+    }
+
+    /// [`Master::restore`], also reporting how long each phase took.
+    pub fn restore_timed(
+        clock: CellArc<dyn Clock>,
+        config: LivenessConfig,
+        options: MasterOptions,
+        snap: &Snapshot,
+    ) -> Result<(Master, RestorePhases), SnapshotError> {
+        let mut phases = RestorePhases::default();
+        let mut since = std::time::Instant::now();
         if snap.version > FORMAT_VERSION || snap.version == 0 {
             return Err(SnapshotError::FutureVersion {
                 found: snap.version,
@@ -240,17 +267,22 @@ impl Master {
                 return Err(bad(format!("client {name:?} / id {id} named twice")));
             }
         }
+        phases.mark("names", &mut since);
         let mut r = Restorer {
             m: &m,
             snap,
             records: Records::new(),
             quota_used: BTreeMap::new(),
+            segments: BTreeMap::new(),
         };
         let jobs = r.clients()?;
+        phases.mark("records", &mut since);
         r.segments()?;
         r.local_disks()?;
+        phases.mark("segments", &mut since);
         r.objects()?;
         r.local_disk_keys()?;
+        phases.mark("objects", &mut since);
         r.tasks()?;
         let scratch = r.scratch(&jobs)?;
         r.quotas();
@@ -271,7 +303,8 @@ impl Master {
         }
         m.note_restored_offline(jobs.len() as u64);
         m.restore_offboarding(scratch, jobs);
-        Ok(m)
+        phases.mark("tasks, quotas and jobs", &mut since);
+        Ok((m, phases))
     }
 }
 
@@ -282,6 +315,8 @@ struct Restorer<'a> {
     records: Records,
     /// Quota usage recomputed from what is restored.
     quota_used: BTreeMap<String, u64>,
+    /// The restored segments by name (one lookup per replica, no table lock).
+    segments: BTreeMap<&'a str, Arc<Segment>>,
 }
 
 impl Restorer<'_> {
@@ -294,8 +329,12 @@ impl Restorer<'_> {
     }
 
     fn charge(&mut self, tenant: &str, bytes: u64) {
-        let q = self.quota_used.entry(tenant.to_string()).or_default();
-        *q = q.saturating_add(bytes);
+        match self.quota_used.get_mut(tenant) {
+            Some(q) => *q = q.saturating_add(bytes),
+            None => {
+                self.quota_used.insert(tenant.to_string(), bytes);
+            }
+        }
     }
 
     /// Records: Active with a fresh active TTL and not ready, or Offline with a re-minted job.
@@ -326,7 +365,8 @@ impl Restorer<'_> {
 
     fn segments(&mut self) -> Result<(), SnapshotError> {
         let mut table = self.m.segments_mut();
-        for s in &self.snap.segments {
+        let snap = self.snap;
+        for s in &snap.segments {
             let owner = self.owner(s.owner, s.incarnation, &format!("segment {}", s.name))?;
             if table.id_of(&s.name).is_some() || s.size == 0 {
                 return Err(bad(format!("segment {} duplicated or of size 0", s.name)));
@@ -336,7 +376,8 @@ impl Restorer<'_> {
                 .names
                 .name(owner.client())
                 .unwrap_or_else(|| Arc::from(owner.client().to_string()));
-            table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
+            let seg = table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
+            self.segments.insert(s.name.as_str(), seg);
         }
         Ok(())
     }
@@ -427,9 +468,8 @@ impl Restorer<'_> {
         let replica = match r {
             ReplicaSnap::Memory { segment, complete } => {
                 let seg = self
-                    .m
-                    .segments()
-                    .by_name(segment)
+                    .segments
+                    .get(segment.as_str())
                     .cloned()
                     .ok_or_else(|| bad(format!("object {key} on unknown segment {segment}")))?;
                 {
