@@ -1,0 +1,349 @@
+//! `--design upstream-main`: the same master driven with the lock structure of Mooncake's
+//! `master_service.cpp` with the RFC #2953 liveness records (the structure upstream's RFC
+//! #4181 measured), reproduced around any [`MasterPaths`].
+//!
+//! Sources (the project's reference notes on upstream's code):
+//! `mooncake-master-paths.md` §1.9 (lock order `client_mutex_` → `snapshot_mutex_` → shard),
+//! §3.1 (Ping), §3.2 (MountSegment), §3.3 (ReMountSegment: client + snapshot exclusive for the
+//! whole call, the all-shard walk inside), §4.1 (PutStart); `upstream-rfc-implementation.md`
+//! §1 (the record's transition mutex; serving guards own it), §3 (Ping under `client_mutex_`
+//! shared, records its heartbeat through the record mutex; Mount/ReMount take `client_mutex_`
+//! exclusive and `try_emplace` the record), §4 (the registry is guarded by `client_mutex_`;
+//! `GetRetainedClientIdsSnapshot` copies the id set on every PutStart/BatchRemove;
+//! `ClientServingReadView` holds `client_mutex_` shared for a whole read), §6 (a serving guard
+//! held across PutEnd's offload enqueue), §7 (monitor: `client_mutex_` shared to copy the
+//! registry, exclusive for every Suspected record every tick), §8 (offboarding worker: the
+//! full scan under `snapshot_mutex_` shared, compare-and-erase under `client_mutex_`
+//! exclusive), §14 (#4181: the transition mutex is held for the lifetime of every serving
+//! guard and through the remounting client's whole remount).
+//!
+//! Modelling choices, each stated where it is made:
+//! - Get and PutEnd hold the owner's record mutex while they run (the serving guard of
+//!   #4181); Ping takes the same mutex to record the heartbeat.
+//! - A snapshot holds `snapshot_mutex_` exclusive for the whole capture. Upstream holds it only
+//!   to `fork()` and serialises in the child; an in-process capture cannot fork, so this is an
+//!   upper bound of upstream's pause for *data-plane* paths. Ping takes no snapshot lock in
+//!   upstream nor here, so Ping figures are unaffected by this choice.
+//! - No stall brake and no mass-suspicion brake (upstream has neither): the harness builds
+//!   this design's master with both off.
+//!
+//! # `std::shared_mutex` fairness
+//! libstdc++'s `std::shared_mutex` is a `pthread_rwlock_t` with default attributes, which on
+//! glibc is `PTHREAD_RWLOCK_PREFER_READER_NP`: a reader gets the lock whenever no *writer
+//! holds* it, even while writers wait (writers can starve). Rust's `std::sync::RwLock` (futex,
+//! writer-preferring) and `parking_lot::RwLock` (eventually fair: readers queue behind a
+//! waiting writer) both behave differently, and the difference matters here: with a
+//! writer-preferring lock a ReMount *waiting* for `client_mutex_` would already block every
+//! Ping, making upstream look worse than it is. [`SharedMutex`] reproduces the glibc policy.
+//!
+//! # Ground rules
+//! - Lock order: `client_mutex` → `snapshot_mutex` → a record mutex → the inner master's own
+//!   locks. `run_job` releases `snapshot_mutex` before taking `client_mutex` exclusive (as
+//!   upstream's worker does), so the order is never inverted.
+//! - `records` (the registry: client name → record mutex) is read under `client_mutex` shared
+//!   and written only under `client_mutex` exclusive; its own `RwLock` is never contended
+//!   for long (it only makes the sharing safe Rust).
+//! - `suspected` (names currently Suspected, for the monitor's per-record exclusive section)
+//!   is a leaf mutex.
+
+use super::paths::{MasterPaths, TickOutcome};
+use crate::liveness::{ClientId, LivenessState, PingOutcome, PingStatus};
+use crate::master::{MasterError, ReplicaDesc, SegmentSpec};
+use crate::offboarding::ClientOffboardingJob;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+
+/// A reader-preferring shared/exclusive lock (glibc's default `pthread_rwlock_t`, see the
+/// module doc). Guards nothing itself: it orders sections.
+#[derive(Debug, Default)]
+pub struct SharedMutex {
+    state: Mutex<LockState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct LockState {
+    readers: usize,
+    writer: bool,
+}
+
+/// Holds a [`SharedMutex`] shared.
+#[derive(Debug)]
+pub struct SharedGuard<'a>(&'a SharedMutex);
+
+/// Holds a [`SharedMutex`] exclusively.
+#[derive(Debug)]
+pub struct ExclusiveGuard<'a>(&'a SharedMutex);
+
+impl SharedMutex {
+    fn state(&self) -> MutexGuard<'_, LockState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the lock shared: waits only while a writer *holds* it.
+    pub fn lock_shared(&self) -> SharedGuard<'_> {
+        let mut s = self.state();
+        while s.writer {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.readers += 1;
+        SharedGuard(self)
+    }
+
+    /// Takes the lock exclusively: waits until no reader and no writer holds it.
+    pub fn lock(&self) -> ExclusiveGuard<'_> {
+        let mut s = self.state();
+        while s.writer || s.readers > 0 {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.writer = true;
+        ExclusiveGuard(self)
+    }
+}
+
+impl Drop for SharedGuard<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.state();
+        s.readers -= 1;
+        if s.readers == 0 {
+            self.0.changed.notify_all();
+        }
+    }
+}
+
+impl Drop for ExclusiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state().writer = false;
+        self.0.changed.notify_all();
+    }
+}
+
+type Record = Arc<Mutex<()>>;
+
+fn hold(rec: &Record) -> MutexGuard<'_, ()> {
+    rec.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `inner` driven with main's locks (see the module doc).
+#[derive(Debug)]
+pub struct UpstreamMain<P> {
+    inner: P,
+    client_mutex: SharedMutex,
+    snapshot_mutex: SharedMutex,
+    records: RwLock<HashMap<String, Record>>,
+    suspected: Mutex<HashSet<ClientId>>,
+}
+
+impl<P: MasterPaths> UpstreamMain<P> {
+    /// Wraps `inner`.
+    pub fn new(inner: P) -> Self {
+        Self {
+            inner,
+            client_mutex: SharedMutex::default(),
+            snapshot_mutex: SharedMutex::default(),
+            records: RwLock::new(HashMap::new()),
+            suspected: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// `FindClientRecord` (caller holds `client_mutex` in some mode).
+    fn find(&self, client: &str) -> Option<Record> {
+        self.records
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(client)
+            .cloned()
+    }
+
+    /// `try_emplace` of a record (caller holds `client_mutex` exclusive).
+    fn emplace(&self, client: &str) -> Record {
+        let mut map = self.records.write().unwrap_or_else(|e| e.into_inner());
+        map.entry(client.to_string()).or_default().clone()
+    }
+
+    /// `GetRetainedClientIdsSnapshot`: the O(clients) copy PutStart and Remove make.
+    fn retained_ids(&self) -> Vec<String> {
+        let _client = self.client_mutex.lock_shared();
+        let map = self.records.read().unwrap_or_else(|e| e.into_inner());
+        map.keys().cloned().collect()
+    }
+
+    fn note_transitions(&self, out: &TickOutcome) {
+        let mut s = self.suspected.lock().unwrap_or_else(|e| e.into_inner());
+        for t in &out.transitions {
+            match t.to {
+                LivenessState::Suspected => s.insert(t.client),
+                _ => s.remove(&t.client),
+            };
+        }
+    }
+}
+
+impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
+    fn ping(&self, client: &str) -> PingOutcome {
+        let _client = self.client_mutex.lock_shared();
+        let Some(rec) = self.find(client) else {
+            return PingOutcome {
+                status: PingStatus::NeedRemount,
+                recovered: None,
+            };
+        };
+        let _observe = hold(&rec);
+        let out = self.inner.ping(client);
+        if let Some(t) = out.recovered {
+            self.suspected
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&t.client);
+        }
+        out
+    }
+
+    fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
+        let _client = self.client_mutex.lock();
+        let rec = self.emplace(client);
+        let _snapshot = self.snapshot_mutex.lock_shared();
+        let _observe = hold(&rec);
+        self.inner.mount(client, segment, size)
+    }
+
+    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+        let _client = self.client_mutex.lock();
+        let _snapshot = self.snapshot_mutex.lock();
+        let rec = self.emplace(client);
+        let _guard = hold(&rec);
+        self.inner.remount(client, specs)
+    }
+
+    fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError> {
+        // PutStart: client shared + snapshot shared, copy the retained set, release the client
+        // lock, keep the snapshot lock for the allocation.
+        let _client = self.client_mutex.lock_shared();
+        let _snapshot = self.snapshot_mutex.lock_shared();
+        std::hint::black_box({
+            let map = self.records.read().unwrap_or_else(|e| e.into_inner());
+            map.keys().cloned().collect::<Vec<String>>()
+        });
+        drop(_client);
+        self.inner.put(key, size)
+    }
+
+    fn put_end(&self, key: &str) -> Result<(), MasterError> {
+        let rec = {
+            let _client = self.client_mutex.lock_shared();
+            self.inner.owner_of(key).and_then(|o| self.find(&o))
+        };
+        let _snapshot = self.snapshot_mutex.lock_shared();
+        let _guard = rec.as_ref().map(hold);
+        self.inner.put_end(key)
+    }
+
+    fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        let _view = self.client_mutex.lock_shared();
+        let _snapshot = self.snapshot_mutex.lock_shared();
+        let rec = self.inner.owner_of(key).and_then(|o| self.find(&o));
+        let _guard = rec.as_ref().map(hold);
+        self.inner.get(key)
+    }
+
+    fn remove(&self, key: &str) -> Result<(), MasterError> {
+        std::hint::black_box(self.retained_ids());
+        let _snapshot = self.snapshot_mutex.lock_shared();
+        self.inner.remove(key)
+    }
+
+    fn owner_of(&self, key: &str) -> Option<String> {
+        self.inner.owner_of(key)
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.inner.contains(key)
+    }
+
+    fn client_id(&self, name: &str) -> Option<ClientId> {
+        self.inner.client_id(name)
+    }
+
+    fn tick(&self) -> TickOutcome {
+        let any_suspected = !self.suspected.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+        let out = if any_suspected {
+            // Retirement: client exclusive + snapshot shared for the Suspected records.
+            let _client = self.client_mutex.lock();
+            let _snapshot = self.snapshot_mutex.lock_shared();
+            self.inner.tick()
+        } else {
+            // The registry copy under client shared; evaluation of Active records needs no
+            // service lock.
+            drop(self.client_mutex.lock_shared());
+            self.inner.tick()
+        };
+        self.note_transitions(&out);
+        out
+    }
+
+    fn run_job(&self, job: ClientOffboardingJob) -> Result<(), ClientOffboardingJob> {
+        let name = {
+            let _client = self.client_mutex.lock_shared();
+            let _snapshot = self.snapshot_mutex.lock_shared();
+            std::hint::black_box(self.records.read().unwrap_or_else(|e| e.into_inner()).len());
+            job.client()
+        };
+        let result = {
+            let _snapshot = self.snapshot_mutex.lock_shared();
+            self.inner.run_job(job)
+        };
+        if result.is_ok() {
+            // Compare-and-erase of the registry entry.
+            let _client = self.client_mutex.lock();
+            let mut map = self.records.write().unwrap_or_else(|e| e.into_inner());
+            map.retain(|n, _| self.inner.client_id(n) != Some(name));
+        }
+        result
+    }
+
+    fn snapshot(&self) -> usize {
+        let _snapshot = self.snapshot_mutex.lock();
+        self.inner.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn readers_enter_while_a_writer_waits() {
+        let m = Arc::new(SharedMutex::default());
+        let first = m.lock_shared();
+        let writer = {
+            let m = m.clone();
+            std::thread::spawn(move || drop(m.lock()))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        // glibc's default: a new reader is not queued behind the waiting writer.
+        let second = m.lock_shared();
+        drop(second);
+        drop(first);
+        writer.join().expect("writer");
+    }
+
+    #[test]
+    fn a_writer_excludes_readers() {
+        let m = Arc::new(SharedMutex::default());
+        let w = m.lock();
+        let entered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (m, entered) = (m.clone(), entered.clone());
+            std::thread::spawn(move || {
+                let _r = m.lock_shared();
+                entered.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!entered.load(std::sync::atomic::Ordering::SeqCst));
+        drop(w);
+        reader.join().expect("reader");
+        assert!(entered.load(std::sync::atomic::Ordering::SeqCst));
+    }
+}
