@@ -73,7 +73,7 @@ struct LoadtestArgs {
     suspicion_ttl_ms: u64,
     /// Measured seconds per scenario and design (join-storm and offboard-big extend it until
     /// the TTLs have played out).
-    #[arg(long = "duration-s", default_value_t = 8)]
+    #[arg(long = "duration-s", default_value_t = 6)]
     duration_s: u64,
     /// Seed of the workers' operation mix.
     #[arg(long, default_value_t = 42)]

@@ -24,7 +24,7 @@ use crate::offboarding::ClientOffboardingJob;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -219,15 +219,11 @@ pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
 
 /// The monitor: ticks every `tick`, counts false transitions, hands jobs to the offboarder.
 pub(super) fn monitor_thread(ctx: &Ctx<'_>, tick: Duration, jobs: Sender<ClientOffboardingJob>) {
-    let mut ever_suspected: HashSet<ClientId> = HashSet::new();
     while !ctx.stopped() {
         let out = ctx.paths.tick();
         let measuring = ctx.measuring.load(Ordering::Acquire);
         for t in &out.transitions {
             let expected = ctx.victim.get() == Some(&t.client);
-            if t.to == LivenessState::Suspected {
-                ever_suspected.insert(t.client);
-            }
             if expected || !measuring {
                 continue;
             }

@@ -145,7 +145,7 @@ impl Default for Options {
             ping_interval_ms: 200,
             active_ttl_ms: 1_000,
             suspicion_ttl_ms: 2_000,
-            duration_s: 8,
+            duration_s: 6,
             seed: 42,
             object_size: 4096,
             progress: true,

@@ -220,7 +220,9 @@ mod tests {
                 assert!(v["phase_latency_us"]["during"][kind][q].is_u64());
             }
         }
-        assert_eq!(v["ping_gap_ms"]["max"], 250.0);
+        // hdrhistogram keeps 3 significant digits.
+        let max = v["ping_gap_ms"]["max"].as_f64().expect("max");
+        assert!((250.0..=250.25).contains(&max), "{max}");
         assert!(v["ping_gap_ms"]["p99"].is_f64());
         assert_eq!(v["design"], "upstream-main");
         assert_eq!(v["scenario"], "offboard-big");

@@ -160,15 +160,30 @@ fn setup(ctx: &Ctx<'_>, raw: &dyn MasterPaths, scenario: Scenario, prefix: &str)
                 .map_err(|e| format!("setup: mount of {owner} failed: {e}"))?;
         }
         let pb = bar(opts, n as u64, format!("{prefix} preload"));
-        for i in 0..n {
-            let k = key(i);
-            raw.put(&k, opts.object_size)
-                .and_then(|_| raw.put_end(&k))
-                .map_err(|e| format!("setup: preloading {k} failed: {e}"))?;
-            if i % 4096 == 0 {
-                pb.set_position(i as u64);
-            }
-        }
+        // One slice of the keys per worker thread (the puts scale with a concurrent master).
+        let per = n.div_ceil(opts.threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..opts.threads)
+                .map(|t| {
+                    let pb = &pb;
+                    s.spawn(move || -> Result<(), String> {
+                        for i in t * per..((t + 1) * per).min(n) {
+                            let k = key(i);
+                            raw.put(&k, opts.object_size)
+                                .and_then(|_| raw.put_end(&k))
+                                .map_err(|e| format!("setup: preloading {k} failed: {e}"))?;
+                            if i % 4096 == 0 {
+                                pb.inc(4096);
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().map_err(|_| "a preload thread panicked".to_string())?)
+        })?;
         pb.finish_and_clear();
         Ok(())
     };

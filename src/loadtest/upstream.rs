@@ -312,6 +312,105 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// A master whose ReMount and Get take `slow` (the all-shard walk, a long serving guard).
+    #[derive(Debug, Default)]
+    struct Slow {
+        slow: Duration,
+        entered: std::sync::atomic::AtomicBool,
+        left: std::sync::atomic::AtomicBool,
+    }
+
+    impl Slow {
+        fn work(&self) {
+            use std::sync::atomic::Ordering::SeqCst;
+            self.left.store(false, SeqCst);
+            self.entered.store(true, SeqCst);
+            std::thread::sleep(self.slow);
+            self.left.store(true, SeqCst);
+            self.entered.store(false, SeqCst);
+        }
+    }
+
+    impl MasterPaths for Slow {
+        fn ping(&self, _: &str) -> PingOutcome {
+            PingOutcome {
+                status: PingStatus::Ok,
+                recovered: None,
+            }
+        }
+        fn mount(&self, _: &str, _: &str, _: u64) -> Result<(), MasterError> {
+            Ok(())
+        }
+        fn remount(&self, _: &str, _: &[SegmentSpec]) -> Result<(), MasterError> {
+            self.work();
+            Ok(())
+        }
+        fn put(&self, _: &str, _: u64) -> Result<Vec<ReplicaDesc>, MasterError> {
+            Ok(Vec::new())
+        }
+        fn put_end(&self, _: &str) -> Result<(), MasterError> {
+            Ok(())
+        }
+        fn get(&self, _: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+            self.work();
+            Ok(Vec::new())
+        }
+        fn remove(&self, _: &str) -> Result<(), MasterError> {
+            Ok(())
+        }
+        fn owner_of(&self, _: &str) -> Option<String> {
+            Some("a".to_string())
+        }
+        fn contains(&self, _: &str) -> bool {
+            true
+        }
+        fn client_id(&self, _: &str) -> Option<ClientId> {
+            Some(ClientId(1))
+        }
+        fn tick(&self) -> TickOutcome {
+            TickOutcome::default()
+        }
+        fn run_job(&self, _: ClientOffboardingJob) -> Result<(), ClientOffboardingJob> {
+            Ok(())
+        }
+        fn snapshot(&self) -> usize {
+            0
+        }
+    }
+
+    /// Pings "a" while `op` is inside the slow part of `slow`; returns whether `op` had left
+    /// it when the ping returned (i.e. whether the ping waited for it).
+    fn ping_waited(paths: &dyn MasterPaths, slow: &Slow, op: impl FnOnce() + Send) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        std::thread::scope(|s| {
+            s.spawn(op);
+            while !slow.entered.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            assert_eq!(paths.ping("a").status, PingStatus::Ok);
+            slow.left.load(SeqCst)
+        })
+    }
+
+    #[test]
+    fn ping_waits_for_a_remount_and_for_a_serving_guard_of_its_record() {
+        let up = UpstreamMain::new(Slow {
+            slow: Duration::from_millis(300),
+            ..Slow::default()
+        });
+        up.mount("a", "a-seg", 1).expect("mount");
+        // ReMount of *another* client holds client_mutex_ exclusive for its walk.
+        assert!(ping_waited(&up, &up.inner, || up.remount("b", &[]).expect("remount")));
+        // A Get routed to a's segment holds a's record mutex while it runs.
+        assert!(ping_waited(&up, &up.inner, || drop(up.get("k"))));
+        // The bare paths share nothing with Ping (the ping returns while the walk still runs).
+        let bare = Slow {
+            slow: Duration::from_secs(3),
+            ..Slow::default()
+        };
+        assert!(!ping_waited(&bare, &bare, || bare.remount("b", &[]).expect("remount")));
+    }
+
     #[test]
     fn readers_enter_while_a_writer_waits() {
         let m = Arc::new(SharedMutex::default());
