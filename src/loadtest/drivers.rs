@@ -138,11 +138,13 @@ impl<'a> Ctx<'a> {
             if !self.pinging[c].load(Ordering::Acquire) {
                 continue;
             }
+            // The phase an operation belongs to is the one it started in.
+            let phase = self.phase();
             let t0 = Instant::now();
             let out = self.paths.ping(&self.clients[c]);
             let at = self.now_us();
             let ok = out.status == PingStatus::Ok;
-            rec.op(Op::Ping, self.phase(), t0.elapsed().as_micros() as u64, at, ok);
+            rec.op(Op::Ping, phase, t0.elapsed().as_micros() as u64, at, ok);
             if ok {
                 rec.ping_recorded(&self.last_seen[c], at);
             }
@@ -192,6 +194,7 @@ pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
             continue;
         }
         let roll = rng.random_range(0..10u32);
+        let phase = ctx.phase();
         let t0 = Instant::now();
         let (op, ok) = match roll {
             0 => {
@@ -212,7 +215,7 @@ pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
                 (Op::Get, ctx.paths.get(&key).is_ok())
             }
         };
-        rec.op(op, ctx.phase(), t0.elapsed().as_micros() as u64, ctx.now_us(), ok);
+        rec.op(op, phase, t0.elapsed().as_micros() as u64, ctx.now_us(), ok);
     }
     rec
 }

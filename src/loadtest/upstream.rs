@@ -9,7 +9,7 @@
 //! §1 (the record's transition mutex; serving guards own it), §3 (Ping under `client_mutex_`
 //! shared, records its heartbeat through the record mutex; Mount/ReMount take `client_mutex_`
 //! exclusive and `try_emplace` the record), §4 (the registry is guarded by `client_mutex_`;
-//! `GetRetainedClientIdsSnapshot` copies the id set on every PutStart/BatchRemove;
+//! `GetRetainedClientIdsSnapshot` copies the id set on every PutStart (and BatchRemove);
 //! `ClientServingReadView` holds `client_mutex_` shared for a whole read), §6 (a serving guard
 //! held across PutEnd's offload enqueue), §7 (monitor: `client_mutex_` shared to copy the
 //! registry, exclusive for every Suspected record every tick), §8 (offboarding worker: the
@@ -161,9 +161,9 @@ impl<P: MasterPaths> UpstreamMain<P> {
         map.entry(client.to_string()).or_default().clone()
     }
 
-    /// `GetRetainedClientIdsSnapshot`: the O(clients) copy PutStart and Remove make.
-    fn retained_ids(&self) -> Vec<String> {
-        let _client = self.client_mutex.lock_shared();
+    /// `GetRetainedClientIdsSnapshot`: the O(clients) copy PutStart makes (caller holds
+    /// `client_mutex` shared).
+    fn retained_ids_locked(&self) -> Vec<String> {
         let map = self.records.read().unwrap_or_else(|e| e.into_inner());
         map.keys().cloned().collect()
     }
@@ -220,10 +220,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
         // lock, keep the snapshot lock for the allocation.
         let _client = self.client_mutex.lock_shared();
         let _snapshot = self.snapshot_mutex.lock_shared();
-        std::hint::black_box({
-            let map = self.records.read().unwrap_or_else(|e| e.into_inner());
-            map.keys().cloned().collect::<Vec<String>>()
-        });
+        std::hint::black_box(self.retained_ids_locked());
         drop(_client);
         self.inner.put(key, size)
     }
@@ -247,7 +244,8 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     }
 
     fn remove(&self, key: &str) -> Result<(), MasterError> {
-        std::hint::black_box(self.retained_ids());
+        // The notes name the retained-set copy for BatchRemove, not Remove: only the snapshot
+        // barrier every mutating RPC holds shared (§1.9).
         let _snapshot = self.snapshot_mutex.lock_shared();
         self.inner.remove(key)
     }
