@@ -49,7 +49,7 @@ impl Scenario {
 pub enum Design {
     /// The master's own paths (Ping lock-free).
     Ours,
-    /// Main's locks reproduced around the same master ([`super::upstream`]).
+    /// Main's locks reproduced around the same master ([`UpstreamMain`](super::UpstreamMain)).
     UpstreamMain,
     /// Both, one after the other, on the same work (same seed and sizes).
     Both,
