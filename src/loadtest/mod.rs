@@ -7,6 +7,7 @@
 //! | `options` | the knobs and their defaults |
 //! | `paths` | [`MasterPaths`], the adapter to the master (and its temporary stand-in) |
 //! | `upstream` | main's `client_mutex_` / `snapshot_mutex_` / record mutex around any [`MasterPaths`] |
+//! | `shared_mutex` | [`SharedMutex`], glibc's reader-preferring `shared_mutex` policy |
 //! | `drivers` | the worker, ping, monitor and offboarding threads |
 //! | `scenarios` | setup and the four scenario scripts |
 //! | `stats` | hdrhistogram latencies, heartbeat gaps, the timeline |
@@ -28,14 +29,16 @@ mod options;
 mod paths;
 mod report;
 mod scenarios;
+mod shared_mutex;
 mod stats;
 mod upstream;
 
 pub use options::{Design, Options, PingThread, Scenario};
 pub use paths::{MasterPaths, StandIn, TickOutcome};
 pub use report::{table, Gap, Phases, RunReport};
+pub use shared_mutex::SharedMutex;
 pub use stats::Latency;
-pub use upstream::{SharedMutex, UpstreamMain};
+pub use upstream::UpstreamMain;
 
 use std::path::Path;
 
