@@ -28,6 +28,8 @@ pub mod config;
 pub mod docs;
 pub mod eligibility;
 pub mod liveness;
+#[cfg(not(loom))]
+pub mod loadtest;
 pub mod master;
 pub mod monitor;
 pub mod offboarding;

@@ -26,6 +26,70 @@ enum Command {
     /// JSON line per operation and per master event. Exit 2 (`line N: ...` on stderr) when a
     /// line is malformed.
     Replay(ReplayArgs),
+    /// Drive the reference master with real threads (workers, Ping, monitor, offboarding) and
+    /// compare our lock structure with main's on the same work: latency per operation,
+    /// heartbeat gaps as seen by the master, false Suspected/Offline, keys lost.
+    Loadtest(LoadtestArgs),
+}
+
+/// `loadtest` arguments (defaults sized for a 2-core machine).
+#[derive(Debug, clap::Args)]
+struct LoadtestArgs {
+    /// Scenario to run.
+    #[arg(long, value_enum, default_value = "all")]
+    scenario: mooncake_liveness::loadtest::Scenario,
+    /// Lock structure: ours, upstream-main, or both side by side on the same work.
+    #[arg(long, value_enum, default_value = "both")]
+    design: mooncake_liveness::loadtest::Design,
+    /// Ping on its own thread (like upstream PR #4183) or on the data-plane worker pool.
+    #[arg(long = "ping-thread", value_enum, default_value = "dedicated")]
+    ping_thread: mooncake_liveness::loadtest::PingThread,
+    /// Data-plane worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Preloaded objects (Get targets; what a ReMount walks).
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: usize,
+    /// Clients that ReMount at once in join-storm.
+    #[arg(long, default_value_t = 12)]
+    joiners: usize,
+    /// Objects of the client offboarded in offboard-big.
+    #[arg(long = "victim-keys", default_value_t = 1_000_000)]
+    victim_keys: usize,
+    /// Pinging clients (segment holders and the victim included; joiners come on top).
+    #[arg(long, default_value_t = 10_000)]
+    clients: usize,
+    /// Clients holding a memory segment (the preloaded objects spread over them).
+    #[arg(long = "segment-clients", default_value_t = 16)]
+    segment_clients: usize,
+    /// Ping period of every client, ms.
+    #[arg(long = "ping-interval-ms", default_value_t = 200)]
+    ping_interval_ms: u64,
+    /// Active TTL, ms.
+    #[arg(long = "active-ttl-ms", default_value_t = 1_000)]
+    active_ttl_ms: u64,
+    /// Suspicion TTL, ms.
+    #[arg(long = "suspicion-ttl-ms", default_value_t = 2_000)]
+    suspicion_ttl_ms: u64,
+    /// Measured seconds per scenario and design (join-storm and offboard-big extend it until
+    /// the TTLs have played out).
+    #[arg(long = "duration-s", default_value_t = 6)]
+    duration_s: u64,
+    /// Seed of the workers' operation mix.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Object size, bytes.
+    #[arg(long = "object-size", default_value_t = 4096)]
+    object_size: u64,
+    /// Write the runs here as a JSON array (one object per run).
+    #[arg(long, value_name = "PATH")]
+    json: Option<std::path::PathBuf>,
+    /// Write <scenario>-<design>.svg (latency and heartbeat gap over time) here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
 }
 
 /// `simulate` arguments.
@@ -136,6 +200,50 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate(&args),
         Command::Config(args) => print_config(&args),
         Command::Replay(args) => replay(&args),
+        Command::Loadtest(args) => loadtest(&args),
+    }
+}
+
+fn loadtest(args: &LoadtestArgs) -> ExitCode {
+    use mooncake_liveness::loadtest::{run, table, write_charts, write_json, Options};
+    let opts = Options {
+        scenario: args.scenario,
+        design: args.design,
+        ping_thread: args.ping_thread,
+        threads: args.threads,
+        keys: args.keys,
+        joiners: args.joiners,
+        victim_keys: args.victim_keys,
+        clients: args.clients,
+        segment_clients: args.segment_clients,
+        ping_interval_ms: args.ping_interval_ms,
+        active_ttl_ms: args.active_ttl_ms,
+        suspicion_ttl_ms: args.suspicion_ttl_ms,
+        duration_s: args.duration_s,
+        seed: args.seed,
+        object_size: args.object_size,
+        progress: !args.quiet,
+    };
+    if let Err(e) = opts.validate() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let result = run(&opts).and_then(|out| {
+        print!("{}", table(&out.reports));
+        if let Some(path) = &args.json {
+            write_json(&out.reports, path)?;
+        }
+        if let Some(dir) = &args.out {
+            write_charts(&out.charts, dir)?;
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -1,0 +1,232 @@
+//! The load test's knobs, their defaults (sized for a 2-core machine: each scenario, both
+//! designs, in about 30 s) and their validation.
+
+use std::fmt;
+
+/// Which scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// Put/Get/Remove mix while every client pings.
+    Steady,
+    /// `--joiners` clients ReMount at once (each walking all metadata) while the rest ping.
+    JoinStorm,
+    /// One client holding `--victim-keys` objects stops pinging and is offboarded under load.
+    OffboardBig,
+    /// A snapshot of the whole master is taken under load.
+    Snapshot,
+    /// All four, in this order.
+    All,
+}
+
+impl Scenario {
+    /// The scenarios `self` stands for.
+    pub fn expand(self) -> Vec<Scenario> {
+        match self {
+            Scenario::All => vec![
+                Scenario::Steady,
+                Scenario::JoinStorm,
+                Scenario::OffboardBig,
+                Scenario::Snapshot,
+            ],
+            s => vec![s],
+        }
+    }
+
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Steady => "steady",
+            Scenario::JoinStorm => "join-storm",
+            Scenario::OffboardBig => "offboard-big",
+            Scenario::Snapshot => "snapshot",
+            Scenario::All => "all",
+        }
+    }
+}
+
+/// Which lock structure drives the master.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Design {
+    /// The master's own paths (Ping lock-free).
+    Ours,
+    /// Main's locks reproduced around the same master ([`UpstreamMain`](super::UpstreamMain)).
+    UpstreamMain,
+    /// Both, one after the other, on the same work (same seed and sizes).
+    Both,
+}
+
+impl Design {
+    /// The designs `self` stands for.
+    pub fn expand(self) -> Vec<Design> {
+        match self {
+            Design::Both => vec![Design::Ours, Design::UpstreamMain],
+            d => vec![d],
+        }
+    }
+
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Ours => "ours",
+            Design::UpstreamMain => "upstream-main",
+            Design::Both => "both",
+        }
+    }
+}
+
+/// Where Ping runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PingThread {
+    /// A thread of its own (upstream PR #4183's heartbeat server).
+    Dedicated,
+    /// On the worker pool, between data-plane requests.
+    Shared,
+}
+
+impl fmt::Display for PingThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PingThread::Dedicated => "dedicated",
+            PingThread::Shared => "shared",
+        })
+    }
+}
+
+/// Every knob of a load-test invocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Scenarios to run.
+    pub scenario: Scenario,
+    /// Designs to run.
+    pub design: Design,
+    /// Where Ping runs.
+    pub ping_thread: PingThread,
+    /// Data-plane worker threads.
+    pub threads: usize,
+    /// Preloaded objects (Get targets; join-storm's walk size).
+    pub keys: usize,
+    /// Clients joining at once in join-storm.
+    pub joiners: usize,
+    /// Objects of the client offboarded in offboard-big.
+    pub victim_keys: usize,
+    /// Pinging clients (segment holders included).
+    pub clients: usize,
+    /// Clients among them that hold a memory segment (the preloaded keys spread over them).
+    pub segment_clients: usize,
+    /// Ping period of every client, ms.
+    pub ping_interval_ms: u64,
+    /// Active TTL, ms.
+    pub active_ttl_ms: u64,
+    /// Suspicion TTL, ms.
+    pub suspicion_ttl_ms: u64,
+    /// Measured seconds per scenario (join-storm and offboard-big extend it to let the TTLs
+    /// play out; see the README).
+    pub duration_s: u64,
+    /// Seed of the workers' operation mix.
+    pub seed: u64,
+    /// Object size, bytes.
+    pub object_size: u64,
+    /// Show progress bars on stderr.
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            scenario: Scenario::All,
+            design: Design::Both,
+            ping_thread: PingThread::Dedicated,
+            threads: 2,
+            keys: 1_000_000,
+            joiners: 12,
+            victim_keys: 1_000_000,
+            clients: 10_000,
+            segment_clients: 16,
+            ping_interval_ms: 200,
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms: 2_000,
+            duration_s: 6,
+            seed: 42,
+            object_size: 4096,
+            progress: true,
+        }
+    }
+}
+
+impl Options {
+    /// Refuses values that cannot make a meaningful run, naming the flag and the value.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("--threads", self.threads as u64),
+            ("--keys", self.keys as u64),
+            ("--clients", self.clients as u64),
+            ("--segment-clients", self.segment_clients as u64),
+            ("--ping-interval-ms", self.ping_interval_ms),
+            ("--active-ttl-ms", self.active_ttl_ms),
+            ("--suspicion-ttl-ms", self.suspicion_ttl_ms),
+            ("--duration-s", self.duration_s),
+            ("--object-size", self.object_size),
+        ];
+        for (flag, v) in positive {
+            if v == 0 {
+                return Err(format!("{flag} must be at least 1, got 0"));
+            }
+        }
+        if self.threads > 256 {
+            return Err(format!("--threads must be at most 256, got {}", self.threads));
+        }
+        if self.segment_clients >= self.clients {
+            return Err(format!(
+                "--segment-clients ({}) must be below --clients ({}): offboard-big needs a victim and plain pingers",
+                self.segment_clients, self.clients
+            ));
+        }
+        if self.ping_interval_ms >= self.active_ttl_ms {
+            return Err(format!(
+                "--ping-interval-ms ({}) must be below --active-ttl-ms ({}), or healthy clients go Suspected by design",
+                self.ping_interval_ms, self.active_ttl_ms
+            ));
+        }
+        if self.duration_s > 3600 {
+            return Err(format!("--duration-s must be at most 3600, got {}", self.duration_s));
+        }
+        if self.clients > 1_000_000 || self.joiners > 10_000 {
+            return Err(format!(
+                "--clients (≤ 1000000) / --joiners (≤ 10000) out of range: {} / {}",
+                self.clients, self.joiners
+            ));
+        }
+        Ok(())
+    }
+
+    /// Segment size that never fills (no eviction may remove a preloaded key).
+    pub fn segment_size(&self) -> u64 {
+        let total = (self.keys + self.victim_keys + 1) as u64;
+        total.saturating_mul(self.object_size).saturating_mul(4).max(1 << 30)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_name_their_flag() {
+        Options::default().validate().expect("defaults");
+        let bad = Options {
+            threads: 0,
+            ..Options::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("--threads"));
+        let bad = Options {
+            ping_interval_ms: 1_000,
+            ..Options::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("--ping-interval-ms"));
+        let bad = Options {
+            segment_clients: 10_000,
+            ..Options::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("--segment-clients"));
+    }
+}

@@ -1,0 +1,156 @@
+//! `mooncake-liveness loadtest`, end to end on tiny sizes: every scenario under both designs
+//! runs, writes one JSON object per run with the pinned field names, and one SVG per run.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const FIELDS: [&str; 15] = [
+    "scenario",
+    "design",
+    "ping_thread",
+    "threads",
+    "seed",
+    "ping_interval_ms",
+    "ops",
+    "ops_per_s",
+    "latency_us",
+    "phase_latency_us",
+    "ping_gap_ms",
+    "false_suspected",
+    "false_offline",
+    "keys_lost",
+    "rss_bytes",
+];
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadtest-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir
+}
+
+fn tiny(ping_thread: &str, dir: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mooncake-liveness"))
+        .args([
+            "loadtest",
+            "--scenario",
+            "all",
+            "--design",
+            "both",
+            "--ping-thread",
+            ping_thread,
+        ])
+        .args([
+            "--keys",
+            "2000",
+            "--victim-keys",
+            "2000",
+            "--clients",
+            "40",
+            "--segment-clients",
+            "4",
+        ])
+        .args(["--joiners", "3", "--duration-s", "1", "--threads", "2", "--quiet"])
+        .args([
+            "--ping-interval-ms",
+            "20",
+            "--active-ttl-ms",
+            "200",
+            "--suspicion-ttl-ms",
+            "400",
+        ])
+        .arg("--json")
+        .arg(dir.join("runs.json"))
+        .arg("--out")
+        .arg(dir)
+        .output()
+        .expect("run the binary")
+}
+
+fn check_runs(dir: &std::path::Path, ping_thread: &str) {
+    let text = std::fs::read_to_string(dir.join("runs.json")).expect("json written");
+    let runs: serde_json::Value = serde_json::from_str(&text).expect("valid json");
+    let runs = runs.as_array().expect("one array of runs");
+    assert_eq!(runs.len(), 8, "4 scenarios x 2 designs");
+    let mut seen = Vec::new();
+    for run in runs {
+        let obj = run.as_object().expect("object per run");
+        let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        let mut want = FIELDS.to_vec();
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        for kind in ["put", "get", "remove", "ping", "mount"] {
+            for q in ["p50", "p99", "p999", "max"] {
+                assert!(run["latency_us"][kind][q].is_u64(), "latency_us.{kind}.{q} in {run}");
+            }
+        }
+        let scenario = run["scenario"].as_str().expect("scenario");
+        let phased = scenario == "offboard-big" || scenario == "snapshot";
+        assert_eq!(run["phase_latency_us"].is_object(), phased, "{scenario}");
+        if phased {
+            for phase in ["before", "during"] {
+                assert!(run["phase_latency_us"][phase]["get"]["p99"].is_u64());
+            }
+        }
+        assert!(run["ping_gap_ms"]["p99"].is_number() && run["ping_gap_ms"]["max"].is_number());
+        assert!(run["ops"].as_u64().expect("ops") > 0, "the data plane ran: {run}");
+        assert!(
+            run["latency_us"]["ping"]["max"].as_u64().expect("ping") > 0,
+            "pings ran"
+        );
+        assert!(run["rss_bytes"].as_u64().expect("rss") > 0);
+        assert_eq!(run["ping_thread"], ping_thread);
+        assert_eq!(run["ping_interval_ms"], 20);
+        if scenario == "join-storm" {
+            assert!(
+                run["latency_us"]["mount"]["max"].as_u64().expect("mount") > 0,
+                "joiners remounted"
+            );
+        }
+        let design = run["design"].as_str().expect("design").to_string();
+        assert!(dir.join(format!("{scenario}-{design}.svg")).exists());
+        seen.push((scenario.to_string(), design));
+    }
+    for scenario in ["steady", "join-storm", "offboard-big", "snapshot"] {
+        for design in ["ours", "upstream-main"] {
+            assert!(
+                seen.contains(&(scenario.to_string(), design.to_string())),
+                "{scenario}/{design}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_scenario_runs_tiny_under_both_designs_with_a_dedicated_ping_thread() {
+    let dir = tmp("dedicated");
+    let out = tiny("dedicated", &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("join-storm") && table.contains("upstream-main"),
+        "{table}"
+    );
+    check_runs(&dir, "dedicated");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_scenario_runs_tiny_with_pings_on_the_worker_pool() {
+    let dir = tmp("shared");
+    let out = tiny("shared", &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    check_runs(&dir, "shared");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_values_are_refused_naming_the_flag() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mooncake-liveness"))
+        .args(["loadtest", "--ping-interval-ms", "5000", "--quiet"])
+        .output()
+        .expect("run the binary");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ping-interval-ms"));
+}
