@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every criterion suite (benches/hot_path.rs, master.rs, queue.rs) in quick mode and prints
+# Runs every criterion suite (benches/hot_path/, master.rs, queue.rs) in quick mode and prints
 # a markdown report (scripts/bench_report.py): each benchmark's median, and every ratio the
 # issues set as a target with PASS/FAIL. BENCHMARKS.md holds the latest report.
 #
