@@ -13,11 +13,14 @@
 //! | `monitor/idle_tick_1m` | one `Monitor::tick` with 1M armed clients and nothing due | ours |
 //! | `monitor/full_scan_1m` | copy 1M (id, record) pairs under a shared lock, lock each, compare `now - last >= ttl` | upstream's monitor |
 //! | `monitor/expire_100k` | the tick that commits 100k Active → Suspected | ours |
+//! | `monitor/worst_tick_1m` | the slowest tick of each 64-tick window of a steady 1M fleet pinging every second | ours |
+//! | `monitor/mass_expiry_100k` | the tick that commits 100k Active → Suspected in a 1M fleet (a 10 % partition) | ours |
 //!
 //! Run with `scripts/bench.sh` (quick mode + report) or `cargo bench --bench hot_path`. Lines
 //! starting `hot_path-note:` on stdout carry facts the report needs (record size, background
 //! thread work, queue-full pushes, and a hand-timed steady-state monitor tick that
-//! `HOT_PATH_NO_STEADY=1` skips); `scripts/bench.sh` collects them.
+//! `HOT_PATH_NO_STEADY=1` skips); `scripts/bench.sh` collects them. `HOT_PATH_NO_MONITOR=1` skips
+//! the whole `monitor` group, whose 1M-client setups run even when a filter excludes it.
 
 mod common;
 mod eligibility;
