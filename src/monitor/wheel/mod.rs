@@ -28,7 +28,8 @@
 //!   *next* half of a lower level, which is empty of anything else, so nothing collides.
 //! - **Fire.** A level-0 slot whose tick is reached fires, sorted by insertion sequence (entries
 //!   that cascaded arrive after younger entries filed straight into level 0; the sort restores
-//!   insertion order among ties, which the replay's determinism relies on).
+//!   insertion order among ties, the order the previous layout gave, so the monitor's event
+//!   order and the replay's output do not change with the layout).
 //! - **Jumps.** A poll that advances many ticks (a master stall, a test) processes, in time
 //!   order, every slot that must be handled before `now`: a level-0 slot at its tick, a higher
 //!   slot in full at the tick before it starts. It never walks empty ticks or empty slots.
