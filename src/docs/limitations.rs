@@ -25,7 +25,9 @@
 //!   tick, whatever `offboarding_mode` says, so its output stays deterministic.
 //! - **Injected faults** (`fail_step`) are not part of a snapshot; a failover clears them.
 //! - **The offboarding queue** is crossbeam's `SegQueue` behind our capacity/close/drain layer
-//!   (`offboarding::queue`), which adds one compare-and-swap on a shared state word per push.
+//!   (`offboarding::queue`), which adds one compare-and-swap on a shared state word per push
+//!   and gives slots back in bulk, so a push may see `Full` while the consumer still owes up to
+//!   63 slots (at most 1/64 of the capacity).
 //!   loom checks that layer's protocol over a mutex stand-in for the `SegQueue` (loom cannot see
 //!   inside crossbeam); the `SegQueue` itself is crossbeam's to check.
 //! - **Wheel cascades are paced, not free.** A slot of level `i >= 1` is moved down

@@ -38,11 +38,20 @@
 //! [`Consumer::drain_after_close`] tell that state from an empty queue by the count and snooze
 //! until the producer has pushed.
 //!
+//! **Lazy release.** The consumer gives slots back in bulk: it owes them (a consumer-local
+//! count) until it owes `(capacity / 64).clamp(1, 64)` or finds the queue empty, then gives all
+//! back with one `fetch_sub`. A decrement per job would make the consumer write the state word
+//! that every push CASes, once per job. So a push may see `Full` while up to 63 popped slots are
+//! still owed (none for a capacity below 128; at most 1/64 of any capacity), and
+//! [`Producer::len`] may count them; [`Consumer::len`] subtracts them. `pop_wait`,
+//! `drain_after_close` and dropping the consumer give every owed slot back before they read or
+//! leave the count, so the drain stays exact.
+//!
 //! # Ground rules
 //!
 //! | field | written by | read by |
 //! |---|---|---|
-//! | `state` | producers' reserving CAS (+`ONE`), `close` on either handle (sets `CLOSED`), the consumer after popping (−n·`ONE`) | everybody |
+//! | `state` | producers' reserving CAS (+`ONE`), `close` on either handle (sets `CLOSED`), the consumer giving slots back (−n·`ONE`) | everybody |
 //! | `jobs` | producers (`push`, after reserving), the consumer (`pop`) | the consumer, `Drop` |
 //!
 //! The races, and what settles each:
@@ -120,6 +129,8 @@ const CLOSED: usize = 1;
 const ONE: usize = 1 << COUNT_SHIFT;
 /// State word: the count's shift.
 const COUNT_SHIFT: u32 = 1;
+/// The most slots a consumer owes before it gives them back (module doc, "Lazy release").
+const MAX_UNRELEASED: usize = 64;
 /// The largest capacity [`channel`] accepts: the count must fit above the `CLOSED` bit.
 pub const MAX_CAPACITY: usize = usize::MAX >> COUNT_SHIFT;
 
@@ -135,7 +146,8 @@ const fn count_of(state: usize) -> usize {
 #[non_exhaustive]
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum PushError<T> {
-    /// The queue holds `capacity` jobs (counting jobs being pushed). Transient: retry after the
+    /// The queue holds `capacity` jobs (counting jobs being pushed, and up to 63 jobs the
+    /// consumer took but has not given the slots of back yet: module doc, "Lazy release"). Transient: retry after the
     /// consumer catches up, or back off and keep the job.
     Full(T),
     /// The queue was closed (shutdown, or the consumer was dropped). Permanent: the caller keeps
@@ -321,6 +333,11 @@ pub struct Producer<T> {
 /// goes, so a shutdown that must not lose jobs calls [`Consumer::drain_after_close`] first.
 pub struct Consumer<T> {
     shared: Arc<Shared<T>>,
+    /// Jobs taken whose slots are not given back yet (consumer-local; module doc, "Lazy
+    /// release").
+    unreleased: usize,
+    /// Give slots back once this many are owed: `(capacity / 64).clamp(1, 64)`.
+    release_every: usize,
 }
 
 /// A queue of at most `capacity` jobs: the [`Producer`] (clone it for every producer) and the
@@ -335,7 +352,12 @@ pub fn channel<T: Send>(capacity: usize) -> (Producer<T>, Consumer<T>) {
         "queue capacity {capacity} outside 1..={MAX_CAPACITY}"
     );
     let shared = Arc::new(Shared::new(capacity));
-    (Producer { shared: shared.clone() }, Consumer { shared })
+    let consumer = Consumer {
+        shared: shared.clone(),
+        unreleased: 0,
+        release_every: (capacity / 64).clamp(1, MAX_UNRELEASED),
+    };
+    (Producer { shared }, consumer)
 }
 
 impl<T> Producer<T> {
@@ -349,7 +371,8 @@ impl<T> Producer<T> {
         Ok(())
     }
 
-    /// Jobs reserved or queued (including jobs being pushed); a snapshot.
+    /// Jobs reserved or queued (including jobs being pushed); a snapshot. It may also count up
+    /// to 63 jobs the consumer has already taken (module doc, "Lazy release").
     pub fn len(&self) -> usize {
         self.shared.count()
     }
@@ -403,15 +426,22 @@ impl<T> Consumer<T> {
     /// [`Consumer::pop_wait`] to wait for such a job.
     pub fn pop(&mut self) -> Option<T> {
         let value = self.take();
-        if value.is_some() {
-            self.shared.release(1);
-        }
+        self.owe(usize::from(value.is_some()), value.is_none());
         value
     }
 
+    /// Records `taken` more slots owed; gives them all back once `release_every` are owed or
+    /// when `found_empty` (so an idle consumer owes nothing).
+    fn owe(&mut self, taken: usize, found_empty: bool) {
+        self.unreleased += taken;
+        if found_empty || self.unreleased >= self.release_every {
+            self.shared.release(std::mem::take(&mut self.unreleased));
+        }
+    }
+
     /// Moves up to `max` jobs, oldest first, to the end of `out`; returns how many. Stops early at
-    /// an empty queue or an in-flight job, like [`Consumer::pop`]. Gives the slots back with one
-    /// atomic operation per batch.
+    /// an empty queue or an in-flight job, like [`Consumer::pop`]. Gives the slots back with at
+    /// most one atomic operation per batch (module doc, "Lazy release").
     pub fn pop_batch(&mut self, max: usize, out: &mut Vec<T>) -> usize {
         let mut taken = 0;
         while taken < max {
@@ -423,7 +453,7 @@ impl<T> Consumer<T> {
                 None => break,
             }
         }
-        self.shared.release(taken);
+        self.owe(taken, taken < max);
         taken
     }
 
@@ -438,6 +468,7 @@ impl<T> Consumer<T> {
             if let Some(value) = self.pop() {
                 return Some(value);
             }
+            // `pop` found nothing, so it gave every owed slot back: the count is exact.
             if self.shared.count() == 0 || !keep_waiting() {
                 return None;
             }
@@ -460,6 +491,7 @@ impl<T> Consumer<T> {
         let backoff = Backoff::new();
         let mut drained = 0;
         loop {
+            // Stops at an empty queue, so every owed slot is given back: the count is exact.
             drained += self.pop_batch(usize::MAX, out);
             let pending = self.shared.count();
             if pending == 0 || !keep_waiting() {
@@ -471,7 +503,7 @@ impl<T> Consumer<T> {
 
     /// Jobs reserved or queued (including jobs being pushed); a snapshot.
     pub fn len(&self) -> usize {
-        self.shared.count()
+        self.shared.count() - self.unreleased
     }
 
     /// Whether [`Consumer::len`] is 0.
@@ -499,6 +531,7 @@ impl<T> Consumer<T> {
 impl<T> Drop for Consumer<T> {
     fn drop(&mut self) {
         self.shared.close();
+        self.shared.release(std::mem::take(&mut self.unreleased));
     }
 }
 
