@@ -2,19 +2,20 @@
 //!
 //! | group/function | what runs |
 //! |---|---|
-//! | `queue/mpsc_ours` | `offboarding::queue` (capacity `2K`, so never `Full`); the consumer calls `pop_batch(64)` |
-//! | `queue/segqueue` | crossbeam `SegQueue`; the consumer loops `pop` up to 64 times per round |
-//! | `queue/std_mpsc` | `std::sync::mpsc::channel`; the consumer loops `try_recv` up to 64 times per round |
+//! | `queue/mpsc_ours/pP_bB` | `offboarding::queue` (capacity `P × K`, so never `Full`); the consumer calls `pop_batch(B)` |
+//! | `queue/segqueue/pP_bB` | crossbeam `SegQueue`; the consumer loops `pop` up to `B` times per round |
+//! | `queue/std_mpsc/p2_b32` | `std::sync::mpsc::channel`; the consumer loops `try_recv` up to 32 times per round |
 //!
-//! One iteration: [`PRODUCERS`] scoped threads each push [`K`] items while the bench thread
-//! consumes until all `PRODUCERS × K` have arrived; a round that finds nothing yields the
-//! thread (same policy for all three). Throughput is per item, so criterion reports time per
-//! element; the cost of spawning the two producer threads is in every iteration (the same for
-//! all three; about 2–5 % at this K).
+//! `P` is 2 or 4 producers, `B` 1, 32 or 256. One iteration: `P` scoped threads each push [`K`]
+//! items while the bench thread consumes until all `P × K` have arrived; a round that finds
+//! nothing yields the thread (same policy for all). Throughput is per item, so criterion reports
+//! time per element; the cost of spawning the producer threads is in every iteration (the same
+//! for all; a few % at this K). Since the queue is a protocol layer over `SegQueue`, the ratio
+//! `mpsc_ours / segqueue` is the price of that layer (the reservation CAS on the state word).
 //!
 //! `cargo bench --bench queue -- --quick --noplot`
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam::queue::SegQueue;
 use mooncake_liveness::offboarding::queue::channel;
 use std::hint::black_box;
@@ -24,19 +25,18 @@ use std::thread;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Producer threads per iteration.
-const PRODUCERS: usize = 2;
 /// Items each producer pushes per iteration.
 const K: usize = 20_000;
-/// Most items the consumer takes per round.
-const BATCH: usize = 64;
-/// Items the consumer waits for.
-const TOTAL: usize = PRODUCERS * K;
+/// Producer counts measured.
+const PRODUCERS: [usize; 2] = [2, 4];
+/// Consumer batch sizes measured.
+const BATCHES: [usize; 3] = [1, 32, 256];
 
-fn ours() -> usize {
-    let (producer, mut consumer) = channel::<usize>(TOTAL);
+fn ours(producers: usize, batch: usize) -> usize {
+    let total = producers * K;
+    let (producer, mut consumer) = channel::<usize>(total);
     thread::scope(|s| {
-        for _ in 0..PRODUCERS {
+        for _ in 0..producers {
             let producer = producer.clone();
             s.spawn(move || {
                 for i in 0..K {
@@ -44,11 +44,11 @@ fn ours() -> usize {
                 }
             });
         }
-        let mut buf = Vec::with_capacity(BATCH);
+        let mut buf = Vec::with_capacity(batch);
         let (mut got, mut sum) = (0, 0usize);
-        while got < TOTAL {
+        while got < total {
             buf.clear();
-            let n = consumer.pop_batch(BATCH, &mut buf);
+            let n = consumer.pop_batch(batch, &mut buf);
             if n == 0 {
                 thread::yield_now();
             }
@@ -59,10 +59,11 @@ fn ours() -> usize {
     })
 }
 
-fn segqueue() -> usize {
+fn segqueue(producers: usize, batch: usize) -> usize {
+    let total = producers * K;
     let queue = SegQueue::new();
     thread::scope(|s| {
-        for _ in 0..PRODUCERS {
+        for _ in 0..producers {
             let queue = &queue;
             s.spawn(move || {
                 for i in 0..K {
@@ -71,9 +72,9 @@ fn segqueue() -> usize {
             });
         }
         let (mut got, mut sum) = (0, 0usize);
-        while got < TOTAL {
+        while got < total {
             let mut n = 0;
-            while n < BATCH {
+            while n < batch {
                 match queue.pop() {
                     Some(v) => {
                         sum = sum.wrapping_add(v);
@@ -91,10 +92,11 @@ fn segqueue() -> usize {
     })
 }
 
-fn std_mpsc() -> usize {
+fn std_mpsc(producers: usize, batch: usize) -> usize {
+    let total = producers * K;
     let (tx, rx) = mpsc::channel::<usize>();
     thread::scope(|s| {
-        for _ in 0..PRODUCERS {
+        for _ in 0..producers {
             let tx = tx.clone();
             s.spawn(move || {
                 for i in 0..K {
@@ -104,9 +106,9 @@ fn std_mpsc() -> usize {
         }
         drop(tx);
         let (mut got, mut sum) = (0, 0usize);
-        while got < TOTAL {
+        while got < total {
             let mut n = 0;
-            while n < BATCH {
+            while n < batch {
                 match rx.try_recv() {
                     Ok(v) => {
                         sum = sum.wrapping_add(v);
@@ -124,20 +126,31 @@ fn std_mpsc() -> usize {
     })
 }
 
+type Run = fn(usize, usize) -> usize;
+
 fn bench(c: &mut Criterion) {
-    let expected = PRODUCERS * (K * (K - 1) / 2);
-    for (name, run) in [
-        ("ours", ours as fn() -> usize),
-        ("segqueue", segqueue),
-        ("std_mpsc", std_mpsc),
-    ] {
-        assert_eq!(run(), expected, "{name}: lost or duplicated items");
+    let runs: [(&str, Run); 3] = [("mpsc_ours", ours), ("segqueue", segqueue), ("std_mpsc", std_mpsc)];
+    for (name, run) in runs {
+        for p in PRODUCERS {
+            assert_eq!(run(p, 32), p * (K * (K - 1) / 2), "{name}: lost or duplicated items");
+        }
     }
     let mut group = c.benchmark_group("queue");
-    group.throughput(Throughput::Elements(TOTAL as u64));
-    group.bench_function("mpsc_ours", |b| b.iter(|| black_box(ours())));
-    group.bench_function("segqueue", |b| b.iter(|| black_box(segqueue())));
-    group.bench_function("std_mpsc", |b| b.iter(|| black_box(std_mpsc())));
+    for p in PRODUCERS {
+        group.throughput(Throughput::Elements((p * K) as u64));
+        for b in BATCHES {
+            let id = format!("p{p}_b{b}");
+            for (name, run) in &runs[..2] {
+                group.bench_with_input(BenchmarkId::new(*name, &id), &(p, b), |bench, &(p, b)| {
+                    bench.iter(|| black_box(run(p, b)))
+                });
+            }
+        }
+    }
+    group.throughput(Throughput::Elements((2 * K) as u64));
+    group.bench_with_input(BenchmarkId::new("std_mpsc", "p2_b32"), &(2, 32), |bench, &(p, b)| {
+        bench.iter(|| black_box(std_mpsc(p, b)))
+    });
     group.finish();
 }
 

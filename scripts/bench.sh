@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every criterion suite (benches/hot_path.rs, master.rs, queue.rs) in quick mode and prints
+# Runs every criterion suite (benches/hot_path/, master.rs, queue.rs) in quick mode and prints
 # a markdown report (scripts/bench_report.py): each benchmark's median, and every ratio the
 # issues set as a target with PASS/FAIL. BENCHMARKS.md holds the latest report.
 #
@@ -7,6 +7,7 @@
 #   BENCH_SUITES="hot_path queue" scripts/bench.sh  # only these suites (default: all three)
 #   BENCH_SKIP_RUN=1 scripts/bench.sh               # only re-read target/criterion (no cargo run)
 #   HOT_PATH_NO_STEADY=1 scripts/bench.sh           # skip the hand-timed steady-state tick (~6 s)
+#   HOT_PATH_NO_MONITOR=1 scripts/bench.sh          # skip the monitor group (1M-client setups)
 # The master suite builds 1M-object masters: it needs a few GiB of RAM and about 10 minutes.
 #
 # Always exits 0 when the benches ran: it is a report, not a gate. FAILs are printed loudly.

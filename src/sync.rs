@@ -25,8 +25,10 @@ mod imp {
     /// raw shared memory (the offboarding queue's nodes) reads the same under std and loom, and
     /// loom checks every access for causality (tokio's `loom/std/unsafe_cell.rs` shape).
     #[derive(Debug)]
+    #[allow(dead_code)] // unused since the offboarding queue moved onto `SegQueue`
     pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
+    #[allow(dead_code)]
     impl<T> UnsafeCell<T> {
         pub(crate) const fn new(data: T) -> Self {
             Self(std::cell::UnsafeCell::new(data))
@@ -153,5 +155,38 @@ impl Backoff {
         self.inner.snooze();
         #[cfg(loom)]
         loom::thread::yield_now();
+    }
+}
+
+/// The offboarding queue's job store: crossbeam's lock-free `SegQueue` under std. loom cannot
+/// see inside crossbeam, so under loom it is [`loom_seg_queue::SegQueue`], a modelled mutex
+/// around a `VecDeque` with the same linearizable `push`/`pop`: the loom models then explore the
+/// queue module's own protocol (its state word) around it.
+#[cfg(not(loom))]
+pub(crate) use crossbeam_queue::SegQueue;
+#[cfg(loom)]
+pub(crate) use loom_seg_queue::SegQueue;
+
+#[cfg(loom)]
+mod loom_seg_queue {
+    use std::collections::VecDeque;
+
+    /// loom stand-in for `crossbeam_queue::SegQueue` (the subset the queue uses).
+    #[derive(Debug)]
+    pub(crate) struct SegQueue<T>(loom::sync::Mutex<VecDeque<T>>);
+
+    impl<T> SegQueue<T> {
+        pub(crate) fn new() -> Self {
+            Self(loom::sync::Mutex::new(VecDeque::new()))
+        }
+        pub(crate) fn push(&self, value: T) {
+            self.0.lock().unwrap().push_back(value);
+        }
+        pub(crate) fn pop(&self) -> Option<T> {
+            self.0.lock().unwrap().pop_front()
+        }
+        pub(crate) fn len(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
     }
 }

@@ -24,14 +24,17 @@
 //! - **Replay's executor** is the virtual clock: `replay` always offboards synchronously, at the
 //!   tick, whatever `offboarding_mode` says, so its output stays deterministic.
 //! - **Injected faults** (`fail_step`) are not part of a snapshot; a failover clears them.
-//! - **The MPSC queue** allocates one node per job; it moves an item in 1.16–1.5× the time of
-//!   crossbeam's `SegQueue` (block allocation) in `BENCHMARKS.md`'s runs. Offboarding jobs are
-//!   rare, so the queue's job is never to lose one, not raw throughput.
-//! - **Wheel cascades come in bursts.** The monitor's per-tick cost is O(entries due), but a
-//!   level-1 slot is re-filed into level 0 in the one tick that reaches it. With 1M clients
-//!   whose deadlines spread over the active TTL, that is hundreds of thousands of entries once
-//!   every 64 ticks: the mean steady-state tick is ~1.4 ms, the slowest ~38 ms. A tick runs on
-//!   the monitor's own thread, and a late tick only delays transitions (never a signal), but
-//!   spreading a cascade over the ticks before it is due is future work.
+//! - **The offboarding queue** is crossbeam's `SegQueue` behind our capacity/close/drain layer
+//!   (`offboarding::queue`), which adds one compare-and-swap on a shared state word per push
+//!   and gives slots back in bulk, so a push may see `Full` while the consumer still owes up to
+//!   63 slots (at most 1/64 of the capacity).
+//!   loom checks that layer's protocol over a mutex stand-in for the `SegQueue` (loom cannot see
+//!   inside crossbeam); the `SegQueue` itself is crossbeam's to check.
+//! - **Wheel cascades are paced, not free.** A slot of level `i >= 1` is moved down
+//!   `ceil(size / ticks left)` entries per tick over the `64^i` ticks before it is due, so at 1M
+//!   clients a tick re-files ~1/64 of a level-1 slot (~10k entries with a 10 s TTL) instead of
+//!   the whole slot. The bound is proportional to the slot's size, not a constant, and it holds
+//!   for a monitor that ticks every tick: after a stall, the one catching-up poll re-files every
+//!   slot it jumps over at once (it also has that much to fire).
 //! - **Allocation** scans every mounted segment per Put (`choose_segments`), O(segments); a
 //!   production allocator would keep a serving-segment index ordered by free ratio.

@@ -1,37 +1,26 @@
-//! Lock-free MPSC batching queue: carries offboarding jobs from the producers (the monitor, the
-//! executor re-queueing retries) to the one consumer (the background offboarding workers'
-//! dispatcher).
+//! MPSC batching queue: carries offboarding jobs from the producers (the monitor, the executor
+//! re-queueing retries) to the one consumer (the background offboarding workers' dispatcher).
 //!
-//! # Algorithm
+//! # What it is
 //!
-//! Dmitry Vyukov's *non-intrusive MPSC node-based queue*
-//! (<https://www.1024cores.net/home/lock-free-algorithms/queues/non-intrusive-mpsc-node-based-queue>):
-//! a singly linked list of heap nodes that always starts with a *stub* node whose value has
-//! already been taken (or never existed).
+//! A thin protocol layer over crossbeam's lock-free [`SegQueue`](crossbeam_queue::SegQueue):
+//! the jobs live in the `SegQueue`; this module adds what the offboarding executor needs and
+//! `SegQueue` does not have: a **capacity** (a push beyond it hands the job back as
+//! [`PushError::Full`]), a **close** (later pushes hand the job back as [`PushError::Closed`]),
+//! an exact **drain on shutdown** ([`Consumer::drain_after_close`]: every job accepted before the
+//! close, none lost), **batching** ([`Consumer::pop_batch`]: one atomic operation per batch for
+//! the count) and a **single consumer** by type (`Consumer` is not `Clone`).
 //!
-//! ```text
-//!   head (consumer only)                                    tail (producers swap it)
-//!     │                                                        │
-//!     ▼                                                        ▼
-//!   [stub] ──next──▶ [job 1] ──next──▶ [job 2] ──next──▶ [job 3] ──next──▶ null
-//! ```
-//!
-//! - **push**: reserve a slot in the state word (below), allocate a node holding the value,
-//!   `swap` it into `tail` (this fixes its place in the queue), then store it into the previous
-//!   tail's `next` (this makes it reachable from `head`).
-//! - **pop**: read `head.next`; if it is non-null, move the value out of that node, make it the
-//!   new stub (`head = next`), free the old stub and give the slot back.
-//!
-//! **The in-flight state.** Between a producer's `swap` and its link, its node is the tail but is
-//! not reachable from `head`, and neither is any node pushed after it (Vyukov: "the consumer is
-//! blocked"). [`Consumer::pop`] and [`Consumer::pop_batch`] then stop early and may return
-//! `None`/`0` while [`Consumer::len`] still counts the job. [`Consumer::pop_wait`] and
-//! [`Consumer::drain_after_close`] tell that state from an empty queue by the count and snooze
-//! until the producer links its node.
+//! Until this release the jobs went through a home-made Vyukov node-based list (one heap node
+//! per job, freed by the consumer). `BENCHMARKS.md` measured it 1.16–3.2× slower per job than
+//! `SegQueue` on the same 2-producer / 1-batching-consumer run: a node allocation per push and a
+//! cross-thread free per pop, against `SegQueue`'s blocks of 31 slots. Making ours faster would
+//! have meant rebuilding `SegQueue` (block allocation, per-slot ready bits), so it went: the
+//! design asks for *a* lock-free MPSC batching queue, not a home-made one.
 //!
 //! # The state word
 //!
-//! One `CachePadded<AtomicUsize>` bounds the memory and records the close:
+//! One `CachePadded<AtomicUsize>` bounds the queue and records the close:
 //!
 //! ```text
 //!   bit:   usize::BITS - 1 ....................... 1 | 0
@@ -39,66 +28,71 @@
 //! ```
 //!
 //! The count moves in units of `ONE`; [`MAX_CAPACITY`] keeps it from reaching the top bit.
-//! A push increments it *before* it allocates, the consumer decrements it *after* it has taken
-//! the values (once per batch), so `count >= nodes holding a value` at all times: at most
-//! `capacity + 1` nodes (the stub included) are ever allocated.
+//! A push increments it (by CAS) *before* it pushes into the `SegQueue`, the consumer
+//! decrements it *after* it has taken the values (once per batch), so `count >= jobs in the
+//! SegQueue` at all times.
+//!
+//! **The in-flight state.** Between a producer's reservation and its `SegQueue::push`, the job
+//! is counted but cannot be popped. [`Consumer::pop`] and [`Consumer::pop_batch`] then may
+//! return `None`/`0` while [`Consumer::len`] still counts the job; [`Consumer::pop_wait`] and
+//! [`Consumer::drain_after_close`] tell that state from an empty queue by the count and snooze
+//! until the producer has pushed.
+//!
+//! **Lazy release.** The consumer gives slots back in bulk: it owes them (a consumer-local
+//! count) until it owes `(capacity / 64).clamp(1, 64)` or finds the queue empty, then gives all
+//! back with one `fetch_sub`. A decrement per job would make the consumer write the state word
+//! that every push CASes, once per job. So a push may see `Full` while up to 63 popped slots are
+//! still owed (none for a capacity below 128; at most 1/64 of any capacity), and
+//! [`Producer::len`] may count them; [`Consumer::len`] subtracts them. `pop_wait`,
+//! `drain_after_close` and dropping the consumer give every owed slot back before they read or
+//! leave the count, so the drain stays exact.
 //!
 //! # Ground rules
 //!
 //! | field | written by | read by |
 //! |---|---|---|
-//! | `state` | producers' reserving CAS (+`ONE`), `close` on either handle (sets `CLOSED`), the consumer after popping (−n·`ONE`) | everybody |
-//! | `tail` | producers (`swap`) | producers |
-//! | `node.next` | once, null → node, by the one producer whose `swap` returned that node | the consumer, `Drop` |
-//! | `node.value` | the producer that created the node, before publishing it | the consumer, once (moves it out), or `Drop` |
-//! | `head` | the consumer | the consumer, `Drop` |
+//! | `state` | producers' reserving CAS (+`ONE`), `close` on either handle (sets `CLOSED`), the consumer giving slots back (−n·`ONE`) | everybody |
+//! | `jobs` | producers (`push`, after reserving), the consumer (`pop`) | the consumer, `Drop` |
 //!
 //! The races, and what settles each:
 //! 1. **close vs push**: one CAS on the state word. A push reserves by CAS and refuses if it reads
 //!    `CLOSED`; `close` is a `fetch_or` on the same word. Both are read-modify-writes of one
 //!    atomic, so they are totally ordered: a reservation is either before the close (accepted,
 //!    and counted by every later read of the word) or after it (refused, value handed back).
-//! 2. **push vs push**: the `swap` on `tail`. Its modification order is the queue order, and it
-//!    hands each previous tail to exactly one producer, the only thread that will write its
-//!    `next`. One producer's pushes are sequential, so each producer's jobs stay in FIFO order.
-//! 3. **push vs pop**: the `Release` link and the consumer's `Acquire` load of `next`. A node is
-//!    visible to the consumer only once linked, and its value is published by that same edge.
-//! 4. **pop vs free**: only the consumer frees, and only the old stub, after reading its non-null
-//!    `next`: the one producer that ever writes that node has done so (its store was the last
-//!    access), and `tail` has moved past it, so no other thread can reach it.
-//! 5. **full vs pop**: the consumer's decrement. It carries no data (a push allocates a fresh
-//!    node), so a producer that still reads the old count merely sees `Full` a little longer.
+//! 2. **push vs push**: `SegQueue`'s own tail CAS. It is linearizable, so one producer's pushes
+//!    (sequential) stay in FIFO order.
+//! 3. **push vs pop**: `SegQueue`'s publication (its slot write happens before the slot's
+//!    `Release` ready bit, which `pop` reads with `Acquire`): a popped job is fully written.
+//! 4. **full vs pop**: the consumer's decrement. It carries no data (the job already moved out),
+//!    so a producer that still reads the old count merely sees `Full` a little longer.
 //!
 //! # Orderings
 //!
-//! - `tail.swap(AcqRel)`: *Release* publishes the new node's initialisation (`next = null`) to
-//!   the producer that will swap next and write that `next`; *Acquire* makes the previous tail's
-//!   initialisation happen before our store into its `next`. The stub is published by the `Arc`
-//!   that shares the queue.
-//! - `prev.next.store(Release)` / `head.next.load(Acquire)`: publishes the node and its value to
-//!   the consumer (race 3), and orders the producer's last access to `prev` before the consumer
-//!   frees it (race 4).
-//! - The state word is `Relaxed` everywhere. It guards no memory (rule 5), and races 1 and 5 are
-//!   settled by the modification order of that one location: `drain_after_close` closes the
-//!   queue itself with a read-modify-write, so every later load of the consumer reads a count
-//!   that includes every reservation made before the close (read-read coherence).
+//! The state word is `Relaxed` everywhere. It guards no memory (the jobs travel through the
+//! `SegQueue`, race 3), and races 1 and 4 are settled by the modification order of that one
+//! location: `drain_after_close` closes the queue itself with a read-modify-write, so every later
+//! load of the consumer reads a count that includes every reservation made before the close
+//! (read-read coherence).
 //!
 //! # Progress
 //!
 //! - `push` is lock-free: the reserving CAS fails only because another push, a pop or the close
-//!   changed the word. The link is wait-free (one `swap`, one `store`) apart from the allocation.
-//! - `pop`/`pop_batch` are wait-free, and may report an in-flight job as absent (above).
+//!   changed the word; `SegQueue::push` is lock-free (it allocates one block per 31 jobs).
+//! - `pop`/`pop_batch` are lock-free, and may report an in-flight job as absent (above).
 //! - `pop_wait` and `drain_after_close` *block* on an in-flight producer: a producer descheduled
-//!   between its `swap` and its link stalls them until it runs again. They take a
+//!   between its reservation and its push stalls them until it runs again. They take a
 //!   `keep_waiting` closure (a spin budget, a deadline) so a caller can give up; whatever is
 //!   left stays queued and is handed out by a later pop, or dropped with the queue.
 //!
 //! # Checked by
 //!
-//! `tests/offboarding_queue.rs` (crossbeam's ladder; also passes under Miri) and the loom models
-//! `loom_tests/queue_*.rs`, named after the races above. Weakening any one of the three
-//! non-`Relaxed` orderings (the `AcqRel` swap, the `Release` link, the `Acquire` load) makes
-//! loom report a causality violation in those models.
+//! `tests/offboarding_queue.rs` (crossbeam's ladder) and the loom models `loom_tests/queue_*.rs`,
+//! named after the races above. loom cannot see inside crossbeam, so under `--cfg loom` the
+//! `SegQueue` is replaced by a stand-in from `crate::sync` (a modelled mutex around a
+//! `VecDeque`: the same linearizable push and pop). What the models explore is therefore *this*
+//! module's protocol, on the real state word: close against push, the in-flight state against
+//! `pop_wait` and the drain, the count against the capacity, no loss and no duplicate. The
+//! `SegQueue` itself is crossbeam's to check (it is tested under loom and Miri there).
 //!
 //! # Example
 //!
@@ -125,11 +119,9 @@
 //! assert_eq!(producer.push(5).unwrap_err().into_inner(), 5);
 //! ```
 
-use crate::sync::{Arc, AtomicPtr, AtomicUsize, Backoff, CachePadded, Ordering, UnsafeCell};
+use crate::sync::{Arc, AtomicUsize, Backoff, CachePadded, Ordering, SegQueue};
 use std::error::Error;
 use std::fmt;
-use std::mem::MaybeUninit;
-use std::ptr;
 
 /// State word: the queue refuses new jobs.
 const CLOSED: usize = 1;
@@ -137,6 +129,8 @@ const CLOSED: usize = 1;
 const ONE: usize = 1 << COUNT_SHIFT;
 /// State word: the count's shift.
 const COUNT_SHIFT: u32 = 1;
+/// The most slots a consumer owes before it gives them back (module doc, "Lazy release").
+const MAX_UNRELEASED: usize = 64;
 /// The largest capacity [`channel`] accepts: the count must fit above the `CLOSED` bit.
 pub const MAX_CAPACITY: usize = usize::MAX >> COUNT_SHIFT;
 
@@ -152,7 +146,8 @@ const fn count_of(state: usize) -> usize {
 #[non_exhaustive]
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum PushError<T> {
-    /// The queue holds `capacity` jobs (counting jobs being linked). Transient: retry after the
+    /// The queue holds `capacity` jobs (counting jobs being pushed, and up to 63 jobs the
+    /// consumer took but has not given the slots of back yet: module doc, "Lazy release"). Transient: retry after the
     /// consumer catches up, or back off and keep the job.
     Full(T),
     /// The queue was closed (shutdown, or the consumer was dropped). Permanent: the caller keeps
@@ -206,7 +201,7 @@ impl<T> Error for PushError<T> {}
 pub struct Drain {
     /// Jobs this call moved into `out`.
     pub drained: usize,
-    /// Jobs accepted before the close that were still being linked when `keep_waiting` gave up
+    /// Jobs accepted before the close that were still being pushed when `keep_waiting` gave up
     /// (0 when the drain is complete). They stay queued: a later pop or drain returns them.
     pub pending: usize,
 }
@@ -218,53 +213,21 @@ impl Drain {
     }
 }
 
-/// One list node: the stub, or a job waiting for the consumer.
-struct Node<T> {
-    /// The next node; null until the producer that swapped this node out of `tail` links it.
-    next: AtomicPtr<Node<T>>,
-    /// Initialised in every node except the stub; moved out when the node becomes the stub.
-    value: UnsafeCell<MaybeUninit<T>>,
-}
-
-impl<T> Node<T> {
-    /// A heap node owned by the caller until it is published.
-    fn alloc(value: MaybeUninit<T>) -> *mut Self {
-        Box::into_raw(Box::new(Self {
-            next: AtomicPtr::new(ptr::null_mut()),
-            value: UnsafeCell::new(value),
-        }))
-    }
-}
-
 /// What the handles share.
 struct Shared<T> {
     /// `CLOSED` bit and reserved-slot count; written by every handle.
     state: CachePadded<AtomicUsize>,
-    /// The last node; swapped by producers, never null.
-    tail: CachePadded<AtomicPtr<Node<T>>>,
-    /// The stub; read and written by the consumer only (and `Drop`), never null.
-    head: CachePadded<UnsafeCell<*mut Node<T>>>,
+    /// The jobs pushed and not yet popped.
+    jobs: SegQueue<T>,
     /// At most this many jobs are reserved or queued.
     capacity: usize,
 }
 
-// SAFETY: `Shared` is `Send` and `Sync` when `T: Send`, because:
-//  [1] values only move through it (producer → node → consumer, or into `Drop`), never shared
-//      by reference, so `T: Sync` is not needed (crossbeam's `SegQueue` has the same bounds);
-//  [2] the raw pointers it holds point to nodes it owns, reached under the rules of the
-//      module doc: `tail` and `next` are atomics, and `head` and the values are touched by
-//      one thread at a time (the single consumer, or `Drop` with exclusive access).
-unsafe impl<T: Send> Send for Shared<T> {}
-// SAFETY: see the `Send` impl above.
-unsafe impl<T: Send> Sync for Shared<T> {}
-
 impl<T> Shared<T> {
     fn new(capacity: usize) -> Self {
-        let stub = Node::alloc(MaybeUninit::uninit());
         Self {
             state: CachePadded::new(AtomicUsize::new(0)),
-            tail: CachePadded::new(AtomicPtr::new(stub)),
-            head: CachePadded::new(UnsafeCell::new(stub)),
+            jobs: SegQueue::new(),
             capacity,
         }
     }
@@ -314,67 +277,21 @@ impl<T> Shared<T> {
     /// Gives back `n` slots after the consumer took `n` values.
     fn release(&self, n: usize) {
         if n > 0 {
-            // Relaxed: no data travels with the count (race 5).
+            // Relaxed: no data travels with the count (race 4).
             let prev = self.state.fetch_sub(n * ONE, Ordering::Relaxed);
             debug_assert!(count_of(prev) >= n, "released {n} slots of {}", count_of(prev));
         }
-    }
-
-    /// Appends a node holding `value`, for which a slot is reserved.
-    fn link(&self, value: T) {
-        let node = Node::alloc(MaybeUninit::new(value));
-        // AcqRel: Release publishes `node`'s initialisation to the producer that swaps next and
-        // will write `node.next`; Acquire orders `prev`'s initialisation before our store.
-        let prev = self.tail.swap(node, Ordering::AcqRel);
-        // SAFETY: the store below is valid because:
-        //  [1] `prev` is non-null: `tail` starts at the stub and is only ever swapped to fresh
-        //      nodes.
-        //  [2] `prev` is still allocated: the consumer frees a node only after loading a
-        //      non-null `next` from it, and only the one producer whose swap returned `prev`
-        //      (this one, by [3]) stores that `next`.
-        //  [3] Our swap read `prev` from `tail` and replaced it, so no other swap returns it.
-        //  [4] `prev`'s initialisation happens before this store: our swap read the value that
-        //      `prev`'s own producer released with its swap (or the stub, shared by the `Arc`).
-        // Release: publishes `node` and its value to the consumer's Acquire load (race 3), and
-        // orders this, our last access to `prev`, before the consumer frees it (race 4).
-        unsafe { (*prev).next.store(node, Ordering::Release) };
     }
 }
 
 impl<T> Drop for Shared<T> {
     fn drop(&mut self) {
-        // `&mut self`: every handle is gone, so every push has linked its node (a push holds a
-        // handle until its store), and no other thread can touch the list.
-        let mut node = self.head.with(|head| {
-            // SAFETY: [1] `head` is only accessed by the consumer or here, and we have `&mut`.
-            unsafe { *head }
-        });
-        let mut dropped = 0;
-        let mut is_stub = true;
-        while !node.is_null() {
-            // SAFETY: reclaiming `node` is valid because:
-            //  [1] every node from the stub on was made by `Node::alloc` (`Box::into_raw`) and
-            //      is reachable from `head` exactly once (each `next` is stored once);
-            //  [2] nodes before the stub were freed by the consumer and are not reachable;
-            //  [3] no other thread exists that could still access it (`&mut self` above).
-            let boxed = unsafe { Box::from_raw(node) };
-            // Relaxed: exclusive access, synchronized by the `Arc` that dropped us.
-            node = boxed.next.load(Ordering::Relaxed);
-            if !is_stub {
-                boxed.value.with_mut(|value| {
-                    // SAFETY: [1] a non-stub node's value is initialised by `link` and moved
-                    // out only when the node becomes the stub; [2] `boxed` is freed right
-                    // after, so the value is dropped exactly once.
-                    unsafe { (*value).assume_init_drop() }
-                });
-                dropped += 1;
-            }
-            is_stub = false;
-        }
+        // `&mut self`: every handle is gone, so every push that reserved has pushed (a push holds
+        // a handle until then); the `SegQueue` drops the jobs left in it, exactly once.
         debug_assert_eq!(
-            dropped,
+            self.jobs.len(),
             self.count(),
-            "queue dropped with in-flight or miscounted nodes"
+            "queue dropped with in-flight or miscounted jobs"
         );
     }
 }
@@ -416,6 +333,11 @@ pub struct Producer<T> {
 /// goes, so a shutdown that must not lose jobs calls [`Consumer::drain_after_close`] first.
 pub struct Consumer<T> {
     shared: Arc<Shared<T>>,
+    /// Jobs taken whose slots are not given back yet (consumer-local; module doc, "Lazy
+    /// release").
+    unreleased: usize,
+    /// Give slots back once this many are owed: `(capacity / 64).clamp(1, 64)`.
+    release_every: usize,
 }
 
 /// A queue of at most `capacity` jobs: the [`Producer`] (clone it for every producer) and the
@@ -430,21 +352,27 @@ pub fn channel<T: Send>(capacity: usize) -> (Producer<T>, Consumer<T>) {
         "queue capacity {capacity} outside 1..={MAX_CAPACITY}"
     );
     let shared = Arc::new(Shared::new(capacity));
-    (Producer { shared: shared.clone() }, Consumer { shared })
+    let consumer = Consumer {
+        shared: shared.clone(),
+        unreleased: 0,
+        release_every: (capacity / 64).clamp(1, MAX_UNRELEASED),
+    };
+    (Producer { shared }, consumer)
 }
 
 impl<T> Producer<T> {
     /// Appends `value`, or hands it back: [`PushError::Closed`] after a close,
     /// [`PushError::Full`] while `capacity` jobs are reserved or queued.
     ///
-    /// Lock-free (the reservation CAS), then wait-free apart from one allocation.
+    /// Lock-free (the reservation CAS, then `SegQueue::push`).
     pub fn push(&self, value: T) -> Result<(), PushError<T>> {
         let value = self.shared.reserve(value)?;
-        self.shared.link(value);
+        self.shared.jobs.push(value);
         Ok(())
     }
 
-    /// Jobs reserved or queued (including jobs being linked); a snapshot.
+    /// Jobs reserved or queued (including jobs being pushed); a snapshot. It may also count up
+    /// to 63 jobs the consumer has already taken (module doc, "Lazy release").
     pub fn len(&self) -> usize {
         self.shared.count()
     }
@@ -486,59 +414,34 @@ impl<T> fmt::Debug for Producer<T> {
 }
 
 impl<T> Consumer<T> {
-    /// Moves the next reachable value out of the list, without giving its slot back.
+    /// Moves the oldest pushed value out, without giving its slot back.
     fn take(&mut self) -> Option<T> {
-        let shared = &*self.shared;
-        let head = shared.head.with(|head| {
-            // SAFETY: [1] only the consumer (we hold `&mut` to the only one) and `Drop` access
-            // `head`, and `Drop` cannot run while we hold an `Arc`.
-            unsafe { *head }
-        });
-        // SAFETY: [1] `head` is non-null and allocated: it is the stub, which only this
-        // consumer frees, and only after moving `head` past it (below).
-        // Acquire: pairs with the producer's Release link (race 3).
-        let next = unsafe { (*head).next.load(Ordering::Acquire) };
-        if next.is_null() {
-            return None; // empty, or the next job is in flight
-        }
-        // SAFETY: moving the value out is valid because:
-        //  [1] `next` is allocated: it is linked after `head`, and only this consumer frees
-        //      nodes, each after moving `head` past it;
-        //  [2] `next` is a non-stub node, so its value is initialised (`link`);
-        //  [3] that initialisation happens before this read: it precedes the producer's Release
-        //      link, which our Acquire load read;
-        //  [4] it is read once: `next` becomes the stub below, and a stub's value is never read
-        //      or dropped again.
-        let value = unsafe { (*next).value.with_mut(|value| (*value).assume_init_read()) };
-        shared.head.with_mut(|slot| {
-            // SAFETY: as for the read of `head` above.
-            unsafe { *slot = next }
-        });
-        // SAFETY: freeing the old stub is valid because:
-        //  [1] it came from `Node::alloc` and is freed once (it is no longer `head`);
-        //  [2] no producer can access it: the one that wrote its `next` did so last (its store
-        //      happens before our Acquire load), and `tail` has moved past it;
-        //  [3] its value is uninitialised or was already moved out, so nothing is dropped.
-        drop(unsafe { Box::from_raw(head) });
-        Some(value)
+        self.shared.jobs.pop()
     }
 
-    /// Takes the oldest reachable job. Wait-free.
+    /// Takes the oldest pushed job. Lock-free.
     ///
-    /// `None` means empty *or* that the next job is in flight (its producer swapped the tail but
-    /// has not linked it yet, see the module doc): [`Consumer::len`] may be non-zero. Use
+    /// `None` means empty *or* that the next job is in flight (its producer reserved a slot but
+    /// has not pushed yet, see the module doc): [`Consumer::len`] may be non-zero. Use
     /// [`Consumer::pop_wait`] to wait for such a job.
     pub fn pop(&mut self) -> Option<T> {
         let value = self.take();
-        if value.is_some() {
-            self.shared.release(1);
-        }
+        self.owe(usize::from(value.is_some()), value.is_none());
         value
     }
 
+    /// Records `taken` more slots owed; gives them all back once `release_every` are owed or
+    /// when `found_empty` (so an idle consumer owes nothing).
+    fn owe(&mut self, taken: usize, found_empty: bool) {
+        self.unreleased += taken;
+        if found_empty || self.unreleased >= self.release_every {
+            self.shared.release(std::mem::take(&mut self.unreleased));
+        }
+    }
+
     /// Moves up to `max` jobs, oldest first, to the end of `out`; returns how many. Stops early at
-    /// an empty queue or an in-flight job, like [`Consumer::pop`]. Gives the slots back with one
-    /// atomic operation per batch.
+    /// an empty queue or an in-flight job, like [`Consumer::pop`]. Gives the slots back with at
+    /// most one atomic operation per batch (module doc, "Lazy release").
     pub fn pop_batch(&mut self, max: usize, out: &mut Vec<T>) -> usize {
         let mut taken = 0;
         while taken < max {
@@ -550,21 +453,22 @@ impl<T> Consumer<T> {
                 None => break,
             }
         }
-        self.shared.release(taken);
+        self.owe(taken, taken < max);
         taken
     }
 
     /// As [`Consumer::pop`], but while the count says a job is reserved and none is reachable, it
-    /// snoozes until the job is linked instead of returning `None`. It returns `None` only when
+    /// snoozes until the job is pushed instead of returning `None`. It returns `None` only when
     /// the count is 0 or `keep_waiting` returns `false` (asked once per snooze).
     ///
-    /// Blocking: a reserved job is linked only when its producer runs (module doc, "Progress").
+    /// Blocking: a reserved job is pushed only when its producer runs (module doc, "Progress").
     pub fn pop_wait(&mut self, mut keep_waiting: impl FnMut() -> bool) -> Option<T> {
         let backoff = Backoff::new();
         loop {
             if let Some(value) = self.pop() {
                 return Some(value);
             }
+            // `pop` found nothing, so it gave every owed slot back: the count is exact.
             if self.shared.count() == 0 || !keep_waiting() {
                 return None;
             }
@@ -574,7 +478,7 @@ impl<T> Consumer<T> {
 
     /// Shutdown: closes the queue, then moves every job accepted before the close to `out`,
     /// oldest first, snoozing while producers that reserved a slot before the close finish
-    /// linking. `keep_waiting` is asked once per snooze (`|| true` waits as long as needed; a
+    /// pushing. `keep_waiting` is asked once per snooze (`|| true` waits as long as needed; a
     /// spin budget or a deadline bounds the wait).
     ///
     /// A push either reserved before the close (its job ends up in `out`, or counted in
@@ -587,6 +491,7 @@ impl<T> Consumer<T> {
         let backoff = Backoff::new();
         let mut drained = 0;
         loop {
+            // Stops at an empty queue, so every owed slot is given back: the count is exact.
             drained += self.pop_batch(usize::MAX, out);
             let pending = self.shared.count();
             if pending == 0 || !keep_waiting() {
@@ -596,9 +501,9 @@ impl<T> Consumer<T> {
         }
     }
 
-    /// Jobs reserved or queued (including jobs being linked); a snapshot.
+    /// Jobs reserved or queued (including jobs being pushed); a snapshot.
     pub fn len(&self) -> usize {
-        self.shared.count()
+        self.shared.count() - self.unreleased
     }
 
     /// Whether [`Consumer::len`] is 0.
@@ -626,6 +531,7 @@ impl<T> Consumer<T> {
 impl<T> Drop for Consumer<T> {
     fn drop(&mut self) {
         self.shared.close();
+        self.shared.release(std::mem::take(&mut self.unreleased));
     }
 }
 

@@ -10,75 +10,119 @@
 //!
 //! A hierarchical hashed timing wheel (G. Varghese and T. Lauck, "Hashed and Hierarchical
 //! Timing Wheels: Data Structures for the Efficient Implementation of a Timer Facility",
-//! SOSP 1987), laid out like tokio's `runtime/time/wheel`. There are [`NUM_LEVELS`] levels of
-//! [`SLOTS_PER_LEVEL`] slots; a slot of level `i` covers `64^i` ticks. An entry goes to the
-//! lowest level at which its `when` and the current time (`elapsed`) share every higher digit,
-//! in the slot of its level-`i` digit. When time reaches a slot of level 0 its entries fire;
-//! when it reaches a slot of a higher level its entries *cascade*: they are re-inserted relative
-//! to the new `elapsed` and so land in lower levels (an entry cascades at most
-//! `NUM_LEVELS - 1` times in its life). Entries with `when <= elapsed` at insertion go to a
-//! *due* list fired by the next poll.
+//! SOSP 1987) with **double-width levels and paced cascading**. There are [`NUM_LEVELS`] levels;
+//! a slot of level `i` covers `64^i` ticks and its *slot number* is `when >> 6i`. Each level has
+//! [`SLOTS_PER_LEVEL`] = 128 buckets, so it holds two blocks of 64 slots: the block holding the
+//! current time (`elapsed`) and the next one.
 //!
-//! | level | ticks per slot | range covered (ticks) | at 100 ms per tick: slot / range |
-//! |------:|---------------:|----------------------:|----------------------------------|
-//! | 0     | 1              | 64                    | 100 ms / 6.4 s                   |
-//! | 1     | 64             | 4 096                 | 6.4 s / 6.8 min                  |
-//! | 2     | 4 096          | 262 144               | 6.8 min / 7.3 h                  |
-//! | 3     | 262 144        | 16 777 216            | 7.3 h / 19.4 days                |
-//! | 4     | 16 777 216     | 1 073 741 824         | 19.4 days / 3.4 years            |
-//! | 5     | 1 073 741 824  | 68 719 476 736        | 3.4 years / 217.8 years          |
+//! - **Insert** files an entry in the *lowest* level whose current-or-next block contains it:
+//!   level `i` if `when >> 6(i+1) <= (elapsed >> 6(i+1)) + 1`. So level 0 holds the next 64 to
+//!   127 ticks one tick per slot, and a level `i >= 1` entry is always at least two level-`i-1`
+//!   blocks ahead when filed: its slot is `>= current slot + 2`.
+//! - **Cascade, paced.** The *next* slot of level `i >= 1` (number `(elapsed >> 6i) + 1`) is the
+//!   only one that must be moved down before time reaches it, and nothing is ever added to it
+//!   (an entry that would go there is already within the next block of level `i - 1`, so it is
+//!   filed there). Each poll therefore moves `ceil(len / ticks left before the slot starts)` of
+//!   its entries down, relative to the new `elapsed`; the poll at the tick before the slot
+//!   starts moves the rest (for a level-1 slot: 1/64 of it per tick). Moved entries land in the
+//!   *next* half of a lower level, which is empty of anything else, so nothing collides.
+//! - **Fire.** A level-0 slot whose tick is reached fires, sorted by insertion sequence (entries
+//!   that cascaded arrive after younger entries filed straight into level 0; the sort restores
+//!   insertion order among ties, the order the previous layout gave, so the monitor's event
+//!   order and the replay's output do not change with the layout).
+//! - **Jumps.** A poll that advances many ticks (a master stall, a test) processes, in time
+//!   order, every slot that must be handled before `now`: a level-0 slot at its tick, a higher
+//!   slot in full at the tick before it starts. It never walks empty ticks or empty slots.
+//!
+//! Entries with `when <= elapsed` at insertion go to a *due* list fired by the next poll.
+//!
+//! | level | ticks per slot | range held (ticks) | at 100 ms per tick: slot / range |
+//! |------:|---------------:|--------------------:|---------------------------------|
+//! | 0     | 1              | 64 – 128            | 100 ms / 6.4 – 12.8 s           |
+//! | 1     | 64             | 4 096 – 8 192       | 6.4 s / 6.8 – 13.7 min          |
+//! | 2     | 4 096          | 262 144 – 524 288   | 6.8 min / 7.3 – 14.6 h          |
+//! | 3     | 262 144        | 2^24 – 2^25         | 7.3 h / 19.4 – 38.8 days        |
+//! | 4     | 2^24           | 2^30 – 2^31         | 19.4 days / 3.4 – 6.8 years     |
+//! | 5     | 2^30           | 2^36 – 2^37         | 3.4 years / 218 – 436 years     |
+//!
+//! # Why paced cascading (and not what tokio, Kafka or Linux do)
+//!
+//! - **tokio** (`runtime/time/wheel`, the previous layout of this module) cascades a higher slot
+//!   in the one poll that reaches it. Its timers are spread over many tasks and its slots are
+//!   small, so a burst is rarely large. Our fleet is the opposite: 1M clients re-armed one active
+//!   TTL ahead fill one level-1 slot with ~64 ticks' worth of re-arms, and moving hundreds of
+//!   thousands of entries in one tick made the slowest tick 39–88 ms (`BENCHMARKS.md`, before).
+//! - **Kafka** (`TimingWheel` + `DelayQueue` of buckets) advances the clock bucket by bucket
+//!   through a `java.util.concurrent.DelayQueue` and re-inserts (cascades) a whole overflow
+//!   bucket when it expires: the same burst as tokio, plus an O(log buckets) priority queue.
+//! - **Linux** (`kernel/time/timer.c` since 4.8) does not cascade at all: a timer in a coarse
+//!   level fires at the coarse slot's end, up to ~12 % late. That bounds work but breaks our
+//!   contract (never late; at most one tick late for the transition, invariant 4), and firing
+//!   at the slot's *start* instead (early, then re-armed by the monitor) would only move the
+//!   burst into the monitor, which re-reads each word: more expensive than a cascade.
+//!
+//! Paced cascading keeps tokio's exactness and O(1) insert and spreads the moves: a slot is
+//! known complete the moment it becomes "next" (nothing is added to it afterwards), so its size
+//! divided by the ticks left is a fixed rate. The price is two blocks per level (128 buckets,
+//! a `u128` bitmask) and a sequence number per entry (8 bytes) to keep tie order.
 //!
 //! # Clamping
 //!
 //! A `when` more than [`MAX_DURATION_TICKS`] (`64^6 - 1`, about 218 years at 100 ms) after
-//! `elapsed` is clamped to `elapsed + MAX_DURATION_TICKS`: the entry fires *early*, at the end of
-//! the wheel's range, and the monitor re-inserts it. Nothing ever fires late. To give every
-//! insertion the full range, the top level is used as a ring: a clamped entry may sit in the top
-//! slot that holds `elapsed` itself, which then means "one rotation later".
+//! `elapsed` is clamped to `elapsed + MAX_DURATION_TICKS`: the entry fires *early*, and the
+//! monitor re-inserts it. Nothing ever fires late. A clamped entry is within the top level's
+//! current-or-next block, so the top level needs no rotation.
 //!
 //! # Cost
 //!
-//! [`Wheel::insert`] is O(1). [`Wheel::poll_expired`] costs
-//! O(items fired + items cascaded + `NUM_LEVELS` × (occupied slots visited + 1)): it jumps from
-//! one occupied slot to the next through the per-level occupancy bitmasks and never walks empty
-//! ticks or empty slots, so advancing a billion ticks over an empty wheel costs O(`NUM_LEVELS`).
-//! [`Wheel::next_expiration`] is O(`NUM_LEVELS`) (plus the length of the due list, usually 0).
+//! [`Wheel::insert`] is O(1) (at most [`NUM_LEVELS`] comparisons). A poll that advances one tick
+//! costs O(items fired + Σ over levels `i >= 1` of `ceil(S_i / 64^i)` + [`NUM_LEVELS`]), where
+//! `S_i` is the size the next slot of level `i` had when it became next: no tick re-files more
+//! than ~1/64 of a level-1 slot. A poll that jumps costs O(items fired + items cascaded +
+//! `NUM_LEVELS` × (occupied slots handled + 1)), so advancing a billion ticks over an empty
+//! wheel costs O(`NUM_LEVELS`). [`Wheel::next_expiration`] is O(`NUM_LEVELS`) (plus the due
+//! list, usually empty).
 
 mod level;
 
 use crate::clock::Tick;
-use level::{Level, OccupiedSlot};
+use level::{shift, slot_number, Entry, Level};
 use std::fmt;
 
-/// Bits of a tick consumed by one level: each level has `2^LEVEL_BITS` slots.
+/// Bits of a tick consumed by one level: a slot of level `i + 1` spans `2^LEVEL_BITS` slots of
+/// level `i`.
 pub(crate) const LEVEL_BITS: u32 = 6;
 
-/// Slots per level (64).
-pub(crate) const SLOTS_PER_LEVEL: usize = 1 << LEVEL_BITS;
+/// Buckets per level: two blocks of `2^LEVEL_BITS` slots (the current and the next).
+pub(crate) const SLOTS_PER_LEVEL: usize = 2 << LEVEL_BITS;
 
-/// Mask of one level's digit, once shifted down.
-pub(crate) const SLOT_MASK: u64 = (1 << LEVEL_BITS) - 1;
-
-/// Number of levels; together they cover `64^NUM_LEVELS` ticks.
+/// Number of levels.
 pub(crate) const NUM_LEVELS: usize = 6;
 
-/// Ticks covered by all levels together: `64^NUM_LEVELS`.
-const RANGE_TICKS: u64 = 1 << (LEVEL_BITS * NUM_LEVELS as u32);
+/// Ticks per slot of the top level.
+const TOP_SLOT_TICKS: u64 = 1 << (LEVEL_BITS * NUM_LEVELS as u32);
 
 /// The farthest ahead of `elapsed` an entry can be scheduled; later `when`s are clamped to it.
-pub(crate) const MAX_DURATION_TICKS: u64 = RANGE_TICKS - 1;
+pub(crate) const MAX_DURATION_TICKS: u64 = TOP_SLOT_TICKS - 1;
 
-/// The level an entry firing at `when` belongs to while the current time is `elapsed`
-/// (`when > elapsed`): the level of the highest base-64 digit in which they differ. Entries in a
-/// later top-level rotation (only reachable by clamping) are forced into the top level.
+/// The level an entry firing at `when` is filed in while the current time is `elapsed`
+/// (`elapsed < when <= elapsed + MAX_DURATION_TICKS`): the lowest level whose current or next
+/// block (of 64 slots) contains `when`.
 pub(crate) fn level_for(elapsed: Tick, when: Tick) -> usize {
-    // OR-ing the slot mask makes digit 0 count as "level 0" and keeps `leading_zeros` < 64.
-    let differing = (elapsed.0 ^ when.0) | SLOT_MASK;
-    if differing > MAX_DURATION_TICKS {
-        return NUM_LEVELS - 1;
-    }
-    let highest_bit = u64::BITS - 1 - differing.leading_zeros();
-    (highest_bit / LEVEL_BITS) as usize
+    (0..NUM_LEVELS)
+        .find(|&level| slot_number(when, level + 1) <= slot_number(elapsed, level + 1) + 1)
+        .unwrap_or(NUM_LEVELS - 1)
+}
+
+/// The next slot some level must handle, and the tick by which it must.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Event {
+    level: usize,
+    /// Slot number within the level.
+    number: u64,
+    /// Level 0: the tick the slot fires at. Higher: the tick before the slot starts (its entries
+    /// must all be filed lower by the end of the poll at that tick).
+    due: Tick,
 }
 
 /// A hierarchical timer wheel of `T`s (see the module documentation).
@@ -87,12 +131,19 @@ pub(crate) struct Wheel<T> {
     elapsed: Tick,
     /// Entries held, including the due list.
     len: usize,
+    /// Sequence number of the next insertion.
+    next_seq: u64,
     /// Entries inserted with `when <= elapsed`; fired (sorted by `when`) on the next poll.
-    due: Vec<(Tick, T)>,
+    due: Vec<Entry<T>>,
     /// `levels[i]` has slots of `64^i` ticks.
     levels: Vec<Level<T>>,
-    /// Slots looked up by `poll_expired` since creation (each one either processed or found to
-    /// start after `now`); the cost test bounds it.
+    /// Scratch for entries being moved down.
+    moving: Vec<Entry<T>>,
+    /// Entries re-filed (cascaded) by the last poll; the pacing tests bound it.
+    #[cfg(test)]
+    refiled_last_poll: usize,
+    /// Slots looked up by `poll_expired` since creation (each one either handled or found to be
+    /// due after `now`); the cost test bounds it.
     #[cfg(test)]
     slots_visited: u64,
 }
@@ -103,8 +154,12 @@ impl<T> Wheel<T> {
         Self {
             elapsed: start,
             len: 0,
+            next_seq: 0,
             due: Vec::new(),
             levels: (0..NUM_LEVELS).map(Level::new).collect(),
+            moving: Vec::new(),
+            #[cfg(test)]
+            refiled_last_poll: 0,
             #[cfg(test)]
             slots_visited: 0,
         }
@@ -134,48 +189,72 @@ impl<T> Wheel<T> {
     /// never late).
     pub(crate) fn insert(&mut self, when: Tick, item: T) {
         self.len += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
         if when <= self.elapsed {
-            self.due.push((when, item));
+            self.due.push(Entry { when, seq, item });
             return;
         }
         let range_end = self.elapsed.0.saturating_add(MAX_DURATION_TICKS);
-        self.place(Tick(when.0.min(range_end)), item);
+        let when = Tick(when.0.min(range_end));
+        self.place(Entry { when, seq, item });
     }
 
     /// Advances `elapsed` to `now` (never backwards) and appends to `out` every item whose
     /// `when <= now`, in nondecreasing `when` order, ties in insertion order. Items inserted
     /// with `when <= elapsed` are returned even if `now <= elapsed`.
     pub(crate) fn poll_expired(&mut self, now: Tick, out: &mut Vec<T>) {
+        #[cfg(test)]
+        {
+            self.refiled_last_poll = 0;
+        }
         self.fire_due(out);
-        while let Some((level, next)) = self.next_occupied() {
+        while let Some(event) = self.next_event() {
             #[cfg(test)]
             {
                 self.slots_visited += 1;
             }
-            if next.start > now {
+            if event.due > now {
                 break;
             }
-            debug_assert!(next.start > self.elapsed, "slot {next:?} not after elapsed");
-            self.elapsed = next.start;
-            self.process_slot(level, next.slot, out);
+            debug_assert!(event.due >= self.elapsed, "{event:?} before elapsed");
+            self.elapsed = event.due;
+            if event.level == 0 {
+                self.fire_slot(event.number, out);
+            } else {
+                self.cascade(event.level, event.number, usize::MAX);
+            }
         }
         self.elapsed = self.elapsed.max(now);
+        self.pace();
     }
 
     /// The earliest tick at which some entry may fire, or `None` if the wheel is empty. A lower
     /// bound: the start of the earliest occupied slot, never later than the earliest `when`
     /// (and at most `elapsed` while the due list is non-empty).
     pub(crate) fn next_expiration(&self) -> Option<Tick> {
-        if let Some(earliest_due) = self.due.iter().map(|(when, _)| *when).min() {
+        if let Some(earliest_due) = self.due.iter().map(|e| e.when).min() {
             return Some(earliest_due);
         }
-        self.next_occupied().map(|(_, next)| next.start)
+        (0..NUM_LEVELS)
+            .filter_map(|level| {
+                let number = self.levels[level].next_occupied(self.first_slot(level))?;
+                Some(Tick(number << shift(level)))
+            })
+            .min()
     }
 
-    /// Files `item` (with `elapsed < when <= elapsed + MAX_DURATION_TICKS`) in its level.
-    fn place(&mut self, when: Tick, item: T) {
-        debug_assert!(when > self.elapsed);
-        self.levels[level_for(self.elapsed, when)].push(when, item);
+    /// The first slot number of `level` that may hold an entry: the slot after the current one.
+    fn first_slot(&self, level: usize) -> u64 {
+        // Level 0 is non-empty only while some `when > elapsed`, so this cannot overflow then;
+        // an empty level ignores it.
+        slot_number(self.elapsed, level).saturating_add(1)
+    }
+
+    /// Files `entry` (with `elapsed < when <= elapsed + MAX_DURATION_TICKS`) in its level.
+    fn place(&mut self, entry: Entry<T>) {
+        debug_assert!(entry.when > self.elapsed);
+        self.levels[level_for(self.elapsed, entry.when)].push(entry);
     }
 
     /// Fires the due list in `when` order (stable: ties keep insertion order).
@@ -183,31 +262,72 @@ impl<T> Wheel<T> {
         if self.due.is_empty() {
             return;
         }
-        self.due.sort_by_key(|(when, _)| *when);
+        self.due.sort_by_key(|e| (e.when, e.seq));
         self.len -= self.due.len();
-        out.extend(self.due.drain(..).map(|(_, item)| item));
+        out.extend(self.due.drain(..).map(|e| e.item));
     }
 
-    /// The earliest occupied slot of the whole wheel: the next one of the lowest non-empty level.
-    /// Every slot of a lower level starts before the next slot of a higher one, because a lower
-    /// level only holds entries of the current higher-level slot.
-    fn next_occupied(&self) -> Option<(usize, OccupiedSlot)> {
-        let (level, entries) = self.levels.iter().enumerate().find(|(_, level)| !level.is_empty())?;
-        let next = entries.next_occupied_slot(self.elapsed)?;
-        Some((level, next))
+    /// The slot that must be handled first: the earliest `due` over all levels (a lower level
+    /// first on a tie, though either order is correct).
+    fn next_event(&self) -> Option<Event> {
+        (0..NUM_LEVELS)
+            .filter_map(|level| {
+                let number = self.levels[level].next_occupied(self.first_slot(level))?;
+                let start = number << shift(level);
+                let due = if level == 0 { start } else { start - 1 };
+                Some(Event {
+                    level,
+                    number,
+                    due: Tick(due),
+                })
+            })
+            .min_by_key(|e| (e.due, e.level))
     }
 
-    /// Empties a slot whose start is `elapsed`: entries due now fire (all of a level-0 slot),
-    /// the rest cascade into lower levels, in their order within the slot.
-    fn process_slot(&mut self, level: usize, slot: usize, out: &mut Vec<T>) {
-        for (when, item) in self.levels[level].take_slot(slot) {
-            debug_assert!(when >= self.elapsed, "entry at {when:?} missed");
-            if when <= self.elapsed {
-                self.len -= 1;
-                out.push(item);
-            } else {
-                self.place(when, item);
+    /// Fires level-0 slot `number` (`== elapsed`), in insertion order.
+    fn fire_slot(&mut self, number: u64, out: &mut Vec<T>) {
+        let mut entries = self.levels[0].take_slot(number);
+        if !entries.is_sorted_by_key(|e| e.seq) {
+            entries.sort_unstable_by_key(|e| e.seq);
+        }
+        self.len -= entries.len();
+        out.extend(entries.into_iter().map(|e| {
+            debug_assert_eq!(e.when, self.elapsed, "entry fired off its tick");
+            e.item
+        }));
+    }
+
+    /// Moves up to `max` entries of slot `number` of `level` down, relative to `elapsed`, which
+    /// is before the slot's start: each lands in a lower level's next block (or closer).
+    fn cascade(&mut self, level: usize, number: u64, max: usize) {
+        let mut moving = std::mem::take(&mut self.moving);
+        self.levels[level].take_some(number, max, &mut moving);
+        #[cfg(test)]
+        {
+            self.refiled_last_poll += moving.len();
+        }
+        for entry in moving.drain(..) {
+            debug_assert!(level_for(self.elapsed, entry.when) < level, "cascade did not descend");
+            self.place(entry);
+        }
+        self.moving = moving;
+    }
+
+    /// The paced part of a poll: moves `ceil(len / ticks left)` entries of each level's next
+    /// slot, so that the slot is empty by the end of the poll at the tick before it starts.
+    fn pace(&mut self) {
+        for level in 1..NUM_LEVELS {
+            let number = self.first_slot(level);
+            let len = self.levels[level].slot_len(number);
+            if len == 0 {
+                continue;
             }
+            // Every slot due at or before `elapsed` was handled in full by the event loop, so
+            // this one starts at least two ticks after `elapsed`.
+            let ticks_left = (number << shift(level)) - self.elapsed.0;
+            debug_assert!(ticks_left >= 2, "next slot of level {level} overdue");
+            let batch = len.div_ceil(usize::try_from(ticks_left).unwrap_or(usize::MAX));
+            self.cascade(level, number, batch);
         }
     }
 }
@@ -224,330 +344,4 @@ impl<T> fmt::Debug for Wheel<T> {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// Polls to `now` and returns what fired.
-    fn poll(wheel: &mut Wheel<u64>, now: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        wheel.poll_expired(Tick(now), &mut out);
-        out
-    }
-
-    #[test]
-    fn constants_are_consistent() {
-        assert_eq!(SLOTS_PER_LEVEL, 64);
-        assert_eq!(SLOT_MASK, 63);
-        assert_eq!(MAX_DURATION_TICKS, 64u64.pow(NUM_LEVELS as u32) - 1);
-        assert_eq!(level_for(Tick(0), Tick(MAX_DURATION_TICKS)), NUM_LEVELS - 1);
-    }
-
-    #[test]
-    fn level_for_from_zero() {
-        for when in 1..64 {
-            assert_eq!(level_for(Tick(0), Tick(when)), 0, "when {when}");
-        }
-        for level in 1..NUM_LEVELS {
-            for digit in 1..64u64 {
-                let when = digit << (level as u32 * LEVEL_BITS);
-                assert_eq!(level_for(Tick(0), Tick(when)), level, "when {when}");
-                assert_eq!(level_for(Tick(0), Tick(when + 1)), level, "when {when}+1");
-            }
-        }
-    }
-
-    #[test]
-    fn level_for_table() {
-        // (elapsed, when, expected level): boundaries 63/64/4095/4096 ticks ahead and beyond.
-        let table: &[(u64, u64, usize)] = &[
-            (0, 1, 0),
-            (0, 63, 0),
-            (0, 64, 1),
-            (0, 65, 1),
-            (0, 4_095, 1),
-            (0, 4_096, 2),
-            (0, 262_143, 2),
-            (0, 262_144, 3),
-            (0, 16_777_215, 3),
-            (0, 16_777_216, 4),
-            (0, 1_073_741_823, 4),
-            (0, 1_073_741_824, 5),
-            (0, MAX_DURATION_TICKS, 5),
-            // Levels follow aligned digits, not distances: 1 tick ahead across a 64-boundary.
-            (63, 64, 1),
-            (1, 64, 1),
-            (1, 63, 0),
-            (64, 127, 0),
-            (4_095, 4_096, 2),
-            (12_345, 12_345 + 1, 0),
-            (12_345, 12_352, 1),
-            (12_345, 12_345 + 63, 1),
-            (12_345, 16_383, 1),
-            (12_345, 16_384, 2),
-            // A later top-level rotation (clamped entries) stays in the top level.
-            (12_345, 12_345 + MAX_DURATION_TICKS, NUM_LEVELS - 1),
-            (MAX_DURATION_TICKS, MAX_DURATION_TICKS + 1, NUM_LEVELS - 1),
-        ];
-        for &(elapsed, when, level) in table {
-            assert_eq!(
-                level_for(Tick(elapsed), Tick(when)),
-                level,
-                "elapsed {elapsed} when {when}"
-            );
-        }
-    }
-
-    const STARTS: [u64; 6] = [0, 1, 63, 12_345, MAX_DURATION_TICKS, 1 << 40];
-    const DISTANCES: [u64; 14] = [
-        1,
-        2,
-        63,
-        64,
-        65,
-        4_095,
-        4_096,
-        4_097,
-        262_143,
-        262_144,
-        16_777_216,
-        1_073_741_825,
-        MAX_DURATION_TICKS - 1,
-        MAX_DURATION_TICKS,
-    ];
-
-    #[test]
-    fn fires_exactly_at_when() {
-        for start in STARTS {
-            for distance in DISTANCES {
-                let when = start + distance;
-                let mut wheel = Wheel::new(Tick(start));
-                wheel.insert(Tick(when), when);
-                assert!(poll(&mut wheel, when - 1).is_empty(), "{start}+{distance} early");
-                assert_eq!(wheel.len(), 1);
-                assert_eq!(poll(&mut wheel, when), vec![when], "{start}+{distance}");
-                assert!(wheel.is_empty());
-                assert_eq!(wheel.next_expiration(), None);
-            }
-        }
-    }
-
-    #[test]
-    fn fires_exactly_at_when_stepping_by_next_expiration() {
-        for start in STARTS {
-            for distance in DISTANCES {
-                let when = start + distance;
-                let mut wheel = Wheel::new(Tick(start));
-                wheel.insert(Tick(when), when);
-                let mut steps = 0;
-                loop {
-                    let next = wheel.next_expiration().expect("entry lost").0;
-                    assert!(next <= when, "{start}+{distance}: hint {next} late");
-                    let fired = poll(&mut wheel, next);
-                    if !fired.is_empty() {
-                        assert_eq!((fired, next), (vec![when], when), "{start}+{distance}");
-                        break;
-                    }
-                    steps += 1;
-                    assert!(steps <= NUM_LEVELS, "{start}+{distance}: too many steps");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn fires_exactly_at_when_stepping_one_tick() {
-        for start in [0, 1, 63, 12_345] {
-            for distance in [1, 63, 64, 65, 4_095, 4_096, 4_097] {
-                let when = start + distance;
-                let mut wheel = Wheel::new(Tick(start));
-                wheel.insert(Tick(when), when);
-                for now in start + 1..when {
-                    assert!(poll(&mut wheel, now).is_empty(), "{start}+{distance} at {now}");
-                }
-                assert_eq!(poll(&mut wheel, when), vec![when], "{start}+{distance}");
-            }
-        }
-    }
-
-    #[test]
-    fn later_entries_of_a_reached_slot_cascade_instead_of_firing() {
-        let mut wheel = Wheel::new(Tick(0));
-        // Level-1 slot [64, 128) and level-2 slot [4096, 8192).
-        for when in [64, 100, 127, 4_096, 5_000] {
-            wheel.insert(Tick(when), when);
-        }
-        assert_eq!(poll(&mut wheel, 80), vec![64]);
-        assert_eq!(wheel.len(), 4);
-        assert_eq!(poll(&mut wheel, 4_500), vec![100, 127, 4_096]);
-        assert_eq!(poll(&mut wheel, 4_999), Vec::<u64>::new());
-        assert_eq!(poll(&mut wheel, 5_000), vec![5_000]);
-    }
-
-    #[test]
-    fn big_jump_fires_everything_due_and_nothing_else() {
-        let now = 1u64 << 40;
-        let start = now - (1 << 35) - 3;
-        let mut wheel = Wheel::new(Tick(start));
-        let mut due: Vec<u64> = DISTANCES.iter().map(|d| start + d).filter(|&w| w <= now).collect();
-        due.extend([start - 1, start, now - 1, now]);
-        let later = [now + 1, now + 64, now + 1_000_000, start + MAX_DURATION_TICKS];
-        for when in due.iter().chain(&later) {
-            wheel.insert(Tick(*when), *when);
-        }
-        due.sort_unstable();
-        assert_eq!(poll(&mut wheel, now), due);
-        assert_eq!(wheel.elapsed(), Tick(now));
-        assert_eq!(wheel.len(), later.len());
-        assert_eq!(poll(&mut wheel, now + MAX_DURATION_TICKS), later.to_vec());
-    }
-
-    #[test]
-    fn insert_at_or_before_elapsed_fires_on_next_poll() {
-        let mut wheel = Wheel::new(Tick(1_000));
-        wheel.insert(Tick(1_000), 1_000);
-        wheel.insert(Tick(3), 3);
-        wheel.insert(Tick(0), 0);
-        wheel.insert(Tick(3), 33);
-        wheel.insert(Tick(1_001), 1_001);
-        assert_eq!(wheel.next_expiration(), Some(Tick(0)));
-        // Polling at or before `elapsed` does not move time but returns the due items.
-        assert_eq!(poll(&mut wheel, 10), vec![0, 3, 33, 1_000]);
-        assert_eq!(wheel.elapsed(), Tick(1_000));
-        assert_eq!(poll(&mut wheel, 1_000), Vec::<u64>::new());
-        assert_eq!(poll(&mut wheel, 1_001), vec![1_001]);
-    }
-
-    #[test]
-    fn fires_in_nondecreasing_when_order_ties_in_insertion_order() {
-        let mut wheel = Wheel::new(Tick(5));
-        let whens = [900_000, 70, 64, 4_200, 6, 70, 300_000, 64, 70, 5_000_000, 6];
-        for (seq, when) in whens.iter().enumerate() {
-            wheel.insert(Tick(*when), (*when << 8) | seq as u64);
-        }
-        let fired = poll(&mut wheel, 10_000_000);
-        let mut expected: Vec<u64> = whens
-            .iter()
-            .enumerate()
-            .map(|(seq, when)| (when << 8) | seq as u64)
-            .collect();
-        expected.sort_unstable();
-        assert_eq!(fired, expected);
-    }
-
-    #[test]
-    fn far_future_is_clamped_to_range_end_never_late() {
-        for start in [0, 12_345, (1 << 36) - 1, u64::MAX - 10] {
-            let mut wheel = Wheel::new(Tick(start));
-            let range_end = start.saturating_add(MAX_DURATION_TICKS);
-            wheel.insert(Tick(u64::MAX), 1);
-            wheel.insert(Tick(start.saturating_add(5 * MAX_DURATION_TICKS)), 2);
-            if range_end > start + 1 {
-                assert!(poll(&mut wheel, range_end - 1).is_empty(), "start {start}");
-            }
-            assert_eq!(poll(&mut wheel, range_end), vec![1, 2], "start {start}");
-        }
-    }
-
-    #[test]
-    fn next_expiration_is_a_lower_bound() {
-        let mut wheel = Wheel::new(Tick(0));
-        assert_eq!(wheel.next_expiration(), None);
-        wheel.insert(Tick(100), 100);
-        assert_eq!(wheel.next_expiration(), Some(Tick(64)));
-        wheel.insert(Tick(10), 10);
-        assert_eq!(wheel.next_expiration(), Some(Tick(10)));
-        assert_eq!(poll(&mut wheel, 70), vec![10]);
-        assert_eq!(wheel.next_expiration(), Some(Tick(100)));
-    }
-
-    #[test]
-    fn jump_over_a_billion_empty_ticks_visits_few_slots() {
-        let mut wheel = Wheel::new(Tick(3));
-        assert!(poll(&mut wheel, 1_000_000_000).is_empty());
-        assert_eq!(wheel.slots_visited, 0);
-        let whens = [1_000_000_005, 1_000_070_000, 1_900_000_000, 1_000_000_000 + (1 << 35)];
-        for when in whens {
-            wheel.insert(Tick(when), when);
-        }
-        // Each entry is fired once and cascaded at most NUM_LEVELS - 1 times; each poll looks up
-        // at most one slot it does not process. Walking the ticks would take ~10^9 steps.
-        let polls = [2_000_000_000, 1 << 40, 1 << 60];
-        let bound = (whens.len() * NUM_LEVELS + polls.len()) as u64;
-        assert_eq!(poll(&mut wheel, polls[0]), whens[..3].to_vec());
-        assert!(wheel.slots_visited <= bound, "{}", wheel.slots_visited);
-        assert_eq!(poll(&mut wheel, polls[1]), whens[3..].to_vec());
-        assert!(poll(&mut wheel, polls[2]).is_empty());
-        assert!(wheel.slots_visited <= bound, "{}", wheel.slots_visited);
-    }
-
-    #[derive(Clone, Debug)]
-    enum Op {
-        /// Insert at `elapsed + delta` (`delta <= 0`: in the past).
-        Insert(i64),
-        /// Poll at `elapsed + delta` (`delta < 0`: backwards, a no-op apart from due items).
-        Poll(i64),
-    }
-
-    fn delta() -> impl Strategy<Value = i64> {
-        prop_oneof![
-            4 => -3i64..200,
-            2 => -5_000i64..300_000,
-            1 => -1_000i64..=MAX_DURATION_TICKS as i64,
-        ]
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            3 => delta().prop_map(Op::Insert),
-            2 => delta().prop_map(Op::Poll),
-        ]
-    }
-
-    /// Reference: every `(when, seq)` still pending; a poll at `now` fires all `when <= now`
-    /// sorted by `(when, seq)`.
-    fn reference_poll(pending: &mut Vec<(u64, u64)>, now: u64) -> Vec<u64> {
-        // `now` here is already max(poll tick, elapsed): due items fire on any poll.
-        let (mut fired, rest): (Vec<_>, Vec<_>) = pending.iter().partition(|(w, _)| *w <= now);
-        *pending = rest;
-        fired.sort_unstable();
-        fired.into_iter().map(|(_, seq)| seq).collect()
-    }
-
-    fn at(elapsed: u64, delta: i64) -> u64 {
-        elapsed.saturating_add_signed(delta)
-    }
-
-    proptest! {
-        #[test]
-        fn matches_reference_model(
-            start in prop_oneof![0u64..200, 0u64..(1 << 40)],
-            ops in prop::collection::vec(op(), 1..200),
-        ) {
-            let mut wheel = Wheel::new(Tick(start));
-            let mut pending = Vec::new();
-            for (seq, op) in ops.into_iter().enumerate() {
-                let elapsed = wheel.elapsed().0;
-                match op {
-                    Op::Insert(d) => {
-                        wheel.insert(Tick(at(elapsed, d)), seq as u64);
-                        pending.push((at(elapsed, d), seq as u64));
-                    }
-                    Op::Poll(d) => {
-                        let now = at(elapsed, d);
-                        let fired = poll(&mut wheel, now);
-                        prop_assert_eq!(fired, reference_poll(&mut pending, now.max(elapsed)));
-                        prop_assert_eq!(wheel.elapsed().0, now.max(elapsed));
-                    }
-                }
-                prop_assert_eq!(wheel.len(), pending.len());
-                let earliest = pending.iter().map(|(w, _)| *w).min();
-                let hint = wheel.next_expiration().map(|t| t.0);
-                prop_assert_eq!(hint.is_some(), earliest.is_some());
-                prop_assert!(hint <= earliest, "hint {:?} after {:?}", hint, earliest);
-            }
-            let fired = poll(&mut wheel, u64::MAX);
-            prop_assert_eq!(fired, reference_poll(&mut pending, u64::MAX));
-        }
-    }
-}
+mod tests;
