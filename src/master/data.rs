@@ -6,6 +6,10 @@ use super::{Master, MasterError, ReplicaDesc, DEFAULT_TENANT};
 use crate::eligibility::Purpose;
 use rand::seq::SliceRandom;
 
+/// Below this many segment slots `Random` allocation shuffles every candidate (exact, cheap);
+/// from it on it samples (`sample_segments`).
+const SAMPLE_MIN_SLOTS: usize = 64;
+
 /// Objects one Put may evict to make room.
 const MAX_EVICTIONS_PER_PUT: usize = 64;
 
@@ -189,6 +193,11 @@ impl Master {
 
     /// Up to `n` distinct segments that may take `size` new bytes now, excluding `exclude`.
     pub(super) fn choose_segments(&mut self, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<SegmentId> {
+        if self.options.strategy == AllocationStrategy::Random {
+            if let Some(chosen) = self.sample_segments(size, n, exclude) {
+                return chosen;
+            }
+        }
         let seam = self.seam();
         let mut candidates: Vec<(SegmentId, u64, u64)> = self
             .segments
@@ -204,6 +213,36 @@ impl Master {
             AllocationStrategy::Random => candidates.shuffle(&mut self.rng),
         }
         candidates.into_iter().take(n).map(|c| c.0).collect()
+    }
+
+    /// `Random` on a large pool: `n` distinct eligible segments drawn by rejection sampling over
+    /// the slab (uniform over eligible segments, O(n) expected) instead of shuffling them all
+    /// (O(segments) per Put). `None` — fall back to the full scan — below
+    /// [`SAMPLE_MIN_SLOTS`] slots or when a bounded number of draws finds fewer than `n`.
+    fn sample_segments(&mut self, size: u64, n: usize, exclude: &[SegmentId]) -> Option<Vec<SegmentId>> {
+        use rand::Rng;
+        let slots = self.segments.slots();
+        if slots < SAMPLE_MIN_SLOTS {
+            return None;
+        }
+        let seam = self.seam();
+        let mut chosen = Vec::with_capacity(n);
+        for _ in 0..4 * n + 32 {
+            if chosen.len() == n {
+                break;
+            }
+            let id = SegmentId(self.rng.random_range(0..slots) as u32);
+            let ok = !chosen.contains(&id)
+                && !exclude.contains(&id)
+                && self
+                    .segments
+                    .get(id)
+                    .is_some_and(|s| s.eligibility(seam, Purpose::Allocate, size).serves());
+            if ok {
+                chosen.push(id);
+            }
+        }
+        (chosen.len() == n).then_some(chosen)
     }
 
     /// Allocates `size` bytes for `key` on `sid`, charged to `tenant`; returns the (incomplete) replica.

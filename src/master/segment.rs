@@ -125,6 +125,11 @@ impl Segments {
             .filter_map(move |id| self.get(*id).map(|s| (*id, s)))
     }
 
+    /// Slots in the slab (mounted or not): every [`SegmentId`] ever handed out is below it.
+    pub(crate) fn slots(&self) -> usize {
+        self.slab.len()
+    }
+
     /// Number of mounted segments.
     pub fn len(&self) -> usize {
         self.by_name.len()
