@@ -58,6 +58,7 @@
 //! | `policy` | [`Policy`] and what each one runs with |
 //! | `counters` | the raw counters a run fills and the report reads |
 //! | `run` | the discrete-event loop driving the master |
+//! | `queue` | its calendar event queue |
 //! | `outcome` | transitions and losses booked against the ground truth |
 //! | `report` | [`SimReport`], [`PolicyReport`], [`SweepReport`] and their JSON |
 //! | `text` | the terminal table, Markdown and the takeaways |
@@ -72,6 +73,7 @@ mod heartbeats;
 mod labels;
 mod outcome;
 mod policy;
+mod queue;
 mod report;
 mod run;
 mod scenario;

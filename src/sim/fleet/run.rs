@@ -16,6 +16,7 @@
 //! ticks at that time (the `block_heartbeats` rule of the replay trace format).
 
 use super::counters::{CrashDetection, Metrics, StateSample};
+use super::queue::EventQueue;
 use super::workload::{GroundTruth, Traffic, Trouble, Workload, STREAM_PINGS, STREAM_TRAFFIC};
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
@@ -26,8 +27,7 @@ use indicatif::ProgressBar;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// What happens at an event time; the order breaks ties at equal times.
@@ -90,7 +90,7 @@ pub(super) struct Sim<'a> {
     legacy_ready: usize,
     pub(super) clients: Vec<Client>,
     by_name: BTreeMap<String, u32>,
-    queue: BinaryHeap<Reverse<(u64, Kind, u32)>>,
+    queue: EventQueue<Kind>,
     log_pos: usize,
     ping_rng: ChaCha8Rng,
     traffic_rng: ChaCha8Rng,
@@ -175,7 +175,7 @@ impl<'a> Sim<'a> {
             legacy_ready: 0,
             clients,
             by_name,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::new(),
             log_pos: 0,
             ping_rng: super::workload::stream(seed, STREAM_PINGS),
             traffic_rng: super::workload::stream(seed, STREAM_TRAFFIC),
@@ -193,7 +193,7 @@ impl<'a> Sim<'a> {
     }
 
     fn push(&mut self, t: u64, kind: Kind, i: usize) {
-        self.queue.push(Reverse((t, kind, i as u32)));
+        self.queue.push(t, kind, i as u32);
     }
 
     /// Mounts the synthetic fleet at time 0 and schedules the first events.
@@ -220,13 +220,13 @@ impl<'a> Sim<'a> {
             .as_ref()
             .and_then(|l| l.get(self.log_pos))
             .map(|&(t, c)| (t, Kind::Ping, c));
-        let queued = self.queue.peek().map(|r| r.0);
+        let queued = self.queue.peek();
         match (queued, logged) {
             (Some(q), Some(l)) if l < q => {
                 self.log_pos += 1;
                 Some(l)
             }
-            (Some(_), _) => self.queue.pop().map(|r| r.0),
+            (Some(_), _) => self.queue.pop(),
             (None, Some(l)) => {
                 self.log_pos += 1;
                 Some(l)
