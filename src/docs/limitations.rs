@@ -48,5 +48,8 @@
 //!   every 64 ticks: the mean steady-state tick is ~1.4 ms, the slowest ~38 ms. A tick runs on
 //!   the monitor's own thread, and a late tick only delays transitions (never a signal), but
 //!   spreading a cascade over the ticks before it is due is future work.
-//! - **Allocation** scans every mounted segment per Put (`choose_segments`), O(segments); a
-//!   production allocator would keep a serving-segment index ordered by free ratio.
+//! - **Allocation** with `FreeRatioFirst` (the default) scans every mounted segment per Put
+//!   (`choose_segments`), O(segments); a production allocator would keep a serving-segment index
+//!   ordered by free ratio. `Random` samples slots of the segment table once it has 64 or more
+//!   (O(replicas) expected) and falls back to the scan when a bounded number of draws finds
+//!   too few eligible segments (a table mostly unmounted or not serving).
