@@ -37,6 +37,11 @@
 //! fleet rarely sees a blocked Ping path, a master pause and two partitions in five minutes.
 //! Its purpose is that each stall kind shows in its own row, against the same traffic.
 //!
+//! The race's cost (`--master-pause-ticks-first`): main's tick drains its ping queue before it
+//! expires, and the queue holds the pings that arrived since the last tick before the pause, so
+//! a lost race expires only the clients whose ping was still to come — about the fraction of
+//! main's 1 s tick that was left when the pause began (`tests/sim_simulate.rs`).
+//!
 //! What the real master shows, and the model reproduces: a master pause expires no one
 //! (`by master_pause` is 0 for `legacy`); a client pause or partition longer than `client_ttl`
 //! costs the client its data; a blocked Ping path longer than `client_ttl` expires every client
