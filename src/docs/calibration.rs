@@ -4,7 +4,7 @@
 //! 0.3.13.post1, `mooncake/mooncake_master`) run as a new user would, with SIGSTOP/SIGKILL of a
 //! client or of the master (issue 15 of this project; `scripts/conformance.sh` on the
 //! `conformance` branch repeats it); **(main)** Mooncake `main`'s source, as summarized in the
-//! project's reference notes (`mooncake-master-paths.md` §1.8, §2.3, §2.6); **[#N]** upstream
+//! project's reference notes (`mooncake-master-paths.md` §1.8, §2.3, §2.6); **(#N)** upstream
 //! issues and pull requests as summarized in `upstream-rfc-implementation.md` §14. **Assumed**
 //! means no measurement was found: the number is a stress value, chosen to be visible, and a
 //! reader should substitute their own (every knob is a field of
