@@ -17,8 +17,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the built-in fleet scenario under the legacy, rfc and rfc+brakes policies on a virtual
-    /// clock and compare what each loses (the main job).
+    /// Run a fleet scenario under Mooncake main's monitor (legacy, legacy@30s, legacy@60s) and
+    /// the library (rfc, rfc+brakes) on a virtual clock and compare what each loses (the main job).
     Simulate(SimulateArgs),
     /// Resolve the liveness configuration (file + flags) and print it as JSON, with warnings on stderr.
     Config(ConfigArgs),
@@ -95,7 +95,15 @@ struct LoadtestArgs {
 /// `simulate` arguments.
 #[derive(Debug, clap::Args)]
 struct SimulateArgs {
-    /// Fleet size.
+    /// The trouble preset: stress (every stall kind at once; the default), quiet, client-freeze,
+    /// join-storm, rack-partition, master-pause.
+    #[arg(long, value_name = "NAME", default_value = "stress")]
+    scenario: String,
+    /// On resume from a master pause, let the monitor check before the buffered pings are
+    /// applied (the race the real master's pings won; this shows what losing it costs).
+    #[arg(long = "master-pause-ticks-first")]
+    master_pause_ticks_first: bool,
+    /// Fleet size (up to 100,000 in 300 s simulated within two minutes).
     #[arg(long, default_value_t = 2_000)]
     clients: usize,
     /// Simulated seconds.
@@ -113,7 +121,8 @@ struct SimulateArgs {
     /// A master.yaml / master.json whose liveness keys the policies start from.
     #[arg(long = "config", value_name = "FILE")]
     config: Option<std::path::PathBuf>,
-    /// Policies to run, comma-separated: legacy, rfc, rfc+brakes (default: all three).
+    /// Policies to run, comma-separated: legacy, legacy@30s, legacy@60s, rfc, rfc+brakes
+    /// (default: all five).
     #[arg(long, value_name = "LIST")]
     policy: Option<String>,
     /// Drive the fleet from a recorded heartbeat log (JSON lines {"t_ms","client"}).
@@ -126,7 +135,8 @@ struct SimulateArgs {
     /// Write report.md, report.json and states.svg (or sweep.md/sweep.json) here.
     #[arg(long, value_name = "DIR")]
     out: Option<std::path::PathBuf>,
-    /// Write the run's metrics here, in Prometheus text format.
+    /// Write the run's metrics here, in Prometheus text format, each series labelled
+    /// `policy="<name>"`.
     #[arg(long, value_name = "FILE")]
     metrics: Option<std::path::PathBuf>,
 }
@@ -346,7 +356,12 @@ fn simulate(args: &SimulateArgs) -> ExitCode {
 
 fn simulate_options(args: &SimulateArgs) -> Result<mooncake_liveness::sim::fleet::SimOptions, String> {
     use mooncake_liveness::config::RawConfig;
-    use mooncake_liveness::sim::fleet::{parse_heartbeats, parse_policies, SimOptions};
+    use mooncake_liveness::sim::fleet::{parse_heartbeats, parse_policies, Scenario, SimOptions, Trouble};
+    let scenario: Scenario = args.scenario.parse()?;
+    let trouble = Trouble {
+        master_pause_ticks_first: args.master_pause_ticks_first,
+        ..scenario.trouble()
+    };
     let config = match &args.config {
         Some(path) => {
             let raw = RawConfig::from_path(path).map_err(|e| e.to_string())?;
@@ -376,6 +391,7 @@ fn simulate_options(args: &SimulateArgs) -> Result<mooncake_liveness::sim::fleet
             .transpose()?
             .unwrap_or_default(),
         heartbeats,
+        trouble,
         ..SimOptions::default()
     };
     opts.validate()?;

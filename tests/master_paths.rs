@@ -379,3 +379,46 @@ fn nof_segments_follow_their_probes_not_client_liveness() {
     assert!(m.m.nof().probe("nof1", false), "three failures in a row unmount");
     assert!(!m.m.nof().is_mounted("nof1"));
 }
+
+/// `Random` on a large segment table samples instead of shuffling every segment per Put: the
+/// replicas still land on distinct serving segments, never on an unmounted one, and spread.
+#[test]
+fn random_allocation_on_a_large_table_picks_distinct_serving_segments() {
+    use mooncake_liveness::clock::ManualClock;
+    use mooncake_liveness::master::{AllocationStrategy, Master, SegmentSpec};
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    let clock = Arc::new(ManualClock::new(0));
+    let options = MasterOptions {
+        strategy: AllocationStrategy::Random,
+        seed: 3,
+        ..MasterOptions::default()
+    };
+    let m = Master::new(clock as Arc<dyn Clock>, Default::default(), options);
+    for c in 0..200 {
+        let (client, segment) = (format!("c{c}"), format!("s{c}"));
+        m.mount(&client, &segment, 1 << 30).unwrap();
+        let spec = [SegmentSpec { segment, size: 1 << 30 }];
+        m.remount(&client, &spec).unwrap();
+    }
+    for c in 0..100 {
+        m.unmount(&format!("c{c}"), &format!("s{c}")).unwrap();
+    }
+    let mut used = BTreeSet::new();
+    for k in 0..500 {
+        let r = m.put(&format!("k{k}"), 4096, 2).unwrap();
+        let s = segs(&r);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_ne!(s[0], s[1]);
+        for name in s {
+            let n: usize = name[1..].parse().unwrap();
+            assert!(n >= 100, "{name} was unmounted");
+            used.insert(n);
+        }
+    }
+    assert!(
+        used.len() > 90,
+        "replicas spread over the serving segments: {}",
+        used.len()
+    );
+}

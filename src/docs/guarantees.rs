@@ -21,6 +21,18 @@
 //!   previous tick is credited to the liveness clock, so every deadline moves later by the gap;
 //!   a `StallDetected` event reports it (invariant 5).
 //!
+//! # What each brake can and cannot see
+//!
+//! | silence | stall brake (monitor lateness) | mass-suspicion brake (Suspected fraction) |
+//! |---|---|---|
+//! | whole master paused (`master_pause`) | **sees it**: the first tick after it is late; the gap is credited to every deadline, nobody is charged | not needed; had pings been lost it would hold Offline commits |
+//! | Ping path blocked, monitor on time (`heartbeat_blocked`) | **cannot see it**: every tick is on time | **sees it** when the block holds more than `mass_suspicion_fraction` of the fleet past the active TTL: Offline commits wait until the pings return; suspicions still happen (clients leave serving for the rest of the block) |
+//! | the same, for a minority of the clients | cannot see it | cannot see it: charged to those clients after active + suspicion TTL |
+//! | client paused, partitioned, crashed | cannot see it (and must not: the client is silent) | sees a partition of more than the fraction; otherwise charged to the client |
+//!
+//! Neither brake prevents suspicion during a blocked Ping path; the suspicion TTL is what keeps
+//! data. `simulate`'s report says which brake fired in each run.
+//!
 //! # Exclusion
 //!
 //! - A signal racing the Suspected → Offline commit: exactly one CAS wins on the same Suspected

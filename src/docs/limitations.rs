@@ -12,9 +12,24 @@
 //! - **TTL reload.** New TTLs apply to deadlines computed after the swap. A signal never moves a
 //!   deadline earlier, so a shorter active TTL takes effect for a client within one old TTL.
 //!   The monitor tick length is fixed at construction.
-//! - **Ping-path stalls.** The monitor measures its own lateness. Our Ping path takes no lock,
-//!   so upstream's #3936 failure (pings blocked behind `client_mutex_`) cannot happen here; a
-//!   starved RPC layer in front of the library is outside what the library can observe.
+//! - **Ping-path stalls (`heartbeat_blocked`).** The stall brake measures only the monitor's own
+//!   lateness, so it cannot see a Ping path blocked while the monitor runs on time (upstream
+//!   #3936/#4181: Ping waiting behind `client_mutex_` or on a busy RPC thread). Our Ping path
+//!   takes no lock, so the library itself cannot cause that; an RPC layer in front of it still
+//!   can. What carries such a block is the suspicion TTL (a block shorter than active +
+//!   suspicion TTL costs suspicions, never data) and the mass-suspicion brake (a block that
+//!   holds more than `mass_suspicion_fraction` of the fleet's pings past the active TTL holds
+//!   every Offline commit until the pings return). A block longer than active + suspicion TTL
+//!   that holds **fewer** than that fraction of the clients is seen by no brake: those clients
+//!   are offboarded (`tests/sim_simulate.rs`, `a_blocked_heartbeat_path_for_a_minority_is_seen_by_no_brake`).
+//!   The contract allows an opt-in check of the Ping path's progress (no Ping from any of ≥ 2
+//!   Active clients for longer than the stall bound while ticks are on time). It is **not built**:
+//!   it would need a fleet-wide "last Ping" word written by every Ping (a shared cache line on
+//!   the hot path the design keeps to one CAS on the client's own word), it cannot see the
+//!   minority case above either (some Pings still arrive), and the one case it adds over the
+//!   mass-suspicion brake — a whole-fleet block — the brake already holds without losing data
+//!   (`a_blocked_heartbeat_path_offboards_no_healthy_client_under_rfc_with_brakes`). What it would
+//!   add is fewer suspicions (no client leaves serving during the block); that is future work.
 //! - **Mount work runs outside any lock.** The incarnation may go Offline while the caller's work
 //!   runs; the caller is told (`MountOutcome::Lost`) and must undo it.
 //! - **Snapshots in asynchronous mode.** A job running on the executor is captured as "not
@@ -36,5 +51,8 @@
 //!   the whole slot. The bound is proportional to the slot's size, not a constant, and it holds
 //!   for a monitor that ticks every tick: after a stall, the one catching-up poll re-files every
 //!   slot it jumps over at once (it also has that much to fire).
-//! - **Allocation** scans every mounted segment per Put (`choose_segments`), O(segments); a
-//!   production allocator would keep a serving-segment index ordered by free ratio.
+//! - **Allocation** with `FreeRatioFirst` (the default) scans every mounted segment per Put
+//!   (`choose_segments`), O(segments); a production allocator would keep a serving-segment index
+//!   ordered by free ratio. `Random` samples slots of the segment table once it has 64 or more
+//!   (O(replicas) expected) and falls back to the scan when a bounded number of draws finds
+//!   too few eligible segments (a table mostly unmounted or not serving).

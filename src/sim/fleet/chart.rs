@@ -1,7 +1,8 @@
 //! `states.svg`: clients per liveness state over simulated time, one panel per policy, with the
-//! master stall shaded.
+//! master pauses and heartbeat blocks shaded.
 
-use super::report::{PolicyReport, SimReport, StateSample};
+use super::counters::StateSample;
+use super::report::{PolicyReport, SimReport};
 use plotters::prelude::*;
 
 const PANEL_HEIGHT: u32 = 260;
@@ -10,6 +11,7 @@ const ACTIVE: RGBColor = RGBColor(46, 139, 87);
 const SUSPECTED: RGBColor = RGBColor(230, 145, 20);
 const OFFLINE: RGBColor = RGBColor(200, 30, 45);
 const STALL: RGBColor = RGBColor(150, 150, 150);
+const BLOCKED: RGBColor = RGBColor(90, 120, 200);
 
 /// Renders the chart as an SVG document.
 pub(super) fn render_svg(report: &SimReport) -> Result<String, String> {
@@ -61,15 +63,23 @@ fn panel(
         .y_label_formatter(&|v| format!("{v:.0}"))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    if let Some(stall) = report.workload.stall {
-        let (at, d) = (stall.at_s, stall.duration_s);
+    let w = &report.workload;
+    for (label, events, color) in [
+        ("master_pause", &w.master_pauses, STALL),
+        ("heartbeat_blocked", &w.heartbeat_blocks, BLOCKED),
+    ] {
+        if events.is_empty() {
+            continue;
+        }
         chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(at, 0.0), (at + d, y_max)],
-                STALL.mix(0.25).filled(),
-            )))?
-            .label("master stall")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], STALL.mix(0.25).filled()));
+            .draw_series(events.iter().map(|e| {
+                Rectangle::new(
+                    [(e.at_s, 0.0), (e.at_s + e.duration_s, y_max)],
+                    color.mix(0.25).filled(),
+                )
+            }))?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.mix(0.25).filled()));
     }
     let series: [(&str, RGBColor, Gauge); 3] = [
         ("Active", ACTIVE, |s| s.active),

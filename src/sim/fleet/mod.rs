@@ -1,37 +1,35 @@
 //! The fleet simulator behind `mooncake-liveness simulate`: why recoverable liveness matters,
 //! and how to set the TTLs, in one deterministic run of the **real** library.
 //!
-//! A seeded, virtual-clock run ([`ManualClock`](crate::clock::ManualClock), monitor ticks every
-//! `monitor_tick_ms`) drives the reference [`Master`](crate::master::Master) — its monitor, its
-//! synchronous offboarding, its allocation and Get paths — with a fleet of clients. The same
-//! workload (same seed: same trouble, same traffic) runs under each [`Policy`]:
+//! A seeded, virtual-clock run ([`ManualClock`](crate::clock::ManualClock)) drives the reference
+//! [`Master`](crate::master::Master) — its allocation and Get paths, and for the rfc policies its
+//! monitor and synchronous offboarding — with a fleet of clients. The legacy policies run
+//! [`LegacyMonitor`](crate::sim::legacy::LegacyMonitor), Mooncake main's monitor, the same model
+//! `replay --policy legacy` runs and `scripts/conformance.sh` checks against the real
+//! `mooncake_master`. The same workload (same seed: same trouble, same traffic) runs under each
+//! [`Policy`]:
 //!
-//! | policy | active TTL | suspicion TTL | stall brake | mass-suspicion brake |
+//! | policy | monitor | TTLs | stall brake | mass-suspicion brake |
 //! |---|---|---|---|---|
-//! | `legacy` (today's Mooncake) | the TTL (10 s) | one monitor tick | off | off |
-//! | `rfc` | 10 s | 20 s | off | off |
-//! | `rfc+brakes` | 10 s | 20 s | on | on |
+//! | `legacy` | main's (1 s tick, batch expiry) | `client_ttl` 10 s (main's default) | – | – |
+//! | `legacy@30s` | main's | `client_ttl` 30 s (rfc's total budget) | – | – |
+//! | `legacy@60s` | main's | `client_ttl` 60 s (upstream's sample master.yaml) | – | – |
+//! | `rfc` | the library's | 10 s + 20 s | off | off |
+//! | `rfc+brakes` | the library's | 10 s + 20 s | on | on |
 //!
-//! # The built-in scenario ([`SimOptions::default`])
+//! # Scenarios ([`Scenario`], [`Trouble`])
 //!
-//! 2,000 clients for 300 simulated seconds. Each client mounts one 1 GiB segment, ReMounts
-//! (ready) and pings every `1000 ± 50` ms (uniform jitter per ping, a uniform phase per client).
-//! Traffic: Poisson Puts at 200/s (Put then PutEnd, 1–2 replicas, 256 KiB–4 MiB, random
-//! allocation) and Poisson Gets at 400/s of a uniformly chosen key that should exist; beyond
-//! 20,000 keys the oldest is removed. Trouble ([`Trouble`]), drawn from the seed before any
-//! policy runs:
-//!
-//! - **GC/process pauses**: a Poisson process of 0.05 pauses per client per minute over the
-//!   fleet (≈ 500 per run), each on a uniformly chosen client; duration
-//!   `LogNormal(μ = ln 0.8 s, σ = 1.2)` clamped to [0.05 s, 25 s]: median 0.8 s, ~78 % under
-//!   2 s, ~2 % over 9 s, a heavy tail to 25 s.
-//! - **Network partitions**: 2, each at a uniform time in [15 %, 85 %] of the run, cutting off
-//!   5 % of the fleet (uniformly chosen) for `Uniform(8 s, 20 s)`.
-//! - **Ping loss**: each ping is lost with probability 0.5 %.
-//! - **Master stall**: one, 12 s, starting uniformly in [35 %, 65 %] of the run: no monitor tick
-//!   runs and no RPC is heard (the clients' pings during it are lost, Puts/Gets are not served).
-//! - **Crashes**: 0.5 % of the fleet (10 clients) die for good at a uniform time in
-//!   [10 %, 55 %] of the run. Crash victims get no pauses or partitions.
+//! 2,000 clients for 300 simulated seconds by default. Each client mounts one 1 GiB segment,
+//! ReMounts (ready) and pings every `1000 ± 50` ms. Traffic: Poisson Puts at 200/s (1–2
+//! replicas, 256 KiB–4 MiB, random allocation) and Poisson Gets at 400/s of a uniformly chosen
+//! key the application keeps (at most 20,000, oldest removed first); a Get that finds its key
+//! gone puts it again (a cache recomputes). Trouble, drawn from the seed before any policy runs,
+//! comes in five stall kinds, each with its own knobs and its own row in the report:
+//! `client_pause`, `partition`, `master_pause` (the whole master stops; pings are buffered and
+//! applied on resume before the first check unless `master_pause_ticks_first`),
+//! `heartbeat_blocked` (the Ping path waits behind data-plane work while the monitor runs on
+//! time), and `crash`. The default scenario, `stress`, has all of them at once; the others have
+//! one each on a quiet background. Every default and its source: [`crate::docs::calibration`].
 //!
 //! A healthy client that is told `NEED_REMOUNT` does what a real client does: mount again and
 //! ReMount (refused with `CLIENT_OFFBOARDING` while its old incarnation's job is pending; it
@@ -39,12 +37,12 @@
 //!
 //! # What is reported ([`SimReport`])
 //!
-//! Per policy: healthy clients falsely offboarded (and what silenced them), objects lost to
-//! false offboarding (removed by offboarding while a replica was on a healthy client), Gets
-//! that failed (`REPLICA_IS_NOT_READY` / `OBJECT_NOT_FOUND`) or were routed to an unreachable
-//! owner (paused, partitioned or dead at that moment per the ground truth), crash → Suspected
-//! and crash → Offline latencies (median, p99), client-seconds spent Suspected (resources
-//! retained but not served; split dead / alive), suspicions and recoveries, stalls credited.
+//! Per policy: healthy clients falsely offboarded, by the stall kind that silenced them; objects
+//! lost to false offboarding, and those that will be lost when offboarding jobs still pending at
+//! the end finish; Get misses, overall and inside incident windows; Gets routed to an
+//! unreachable owner; crash → Suspected and crash → Offline latencies; client-seconds spent
+//! Suspected; suspicions and recoveries; which brake fired (stalls credited, mass-suspicion
+//! engagements).
 //!
 //! With recorded heartbeats ([`SimOptions::heartbeats`], [`parse_heartbeats`]) the fleet is the
 //! log's clients, they ping exactly when the log says, there is no injected trouble, and the
@@ -56,32 +54,43 @@
 //! | module | what |
 //! |---|---|
 //! | `workload` | the trouble schedule and ground truth from the seed; [`Trouble`], [`Traffic`] |
-//! | `policy` | [`Policy`] and the [`LivenessConfig`] each one runs with |
+//! | `scenario` | the named presets |
+//! | `policy` | [`Policy`] and what each one runs with |
+//! | `counters` | the raw counters a run fills and the report reads |
 //! | `run` | the discrete-event loop driving the master |
+//! | `queue` | its calendar event queue |
+//! | `outcome` | transitions and losses booked against the ground truth |
 //! | `report` | [`SimReport`], [`PolicyReport`], [`SweepReport`] and their JSON |
 //! | `text` | the terminal table, Markdown and the takeaways |
 //! | `chart` | `states.svg` |
+//! | `labels` | `--metrics` labelled by policy |
 //! | `heartbeats` | recorded heartbeat logs |
 #![forbid(unsafe_code)]
 
 mod chart;
+mod counters;
 mod heartbeats;
+mod labels;
+mod outcome;
 mod policy;
+mod queue;
 mod report;
 mod run;
+mod scenario;
 mod text;
 mod workload;
 
+pub use counters::{CrashDetection, StateSample};
 pub use heartbeats::{parse_heartbeats, HeartbeatEvent};
 pub use policy::{parse_policies, Policy};
-pub use report::{
-    CrashDetection, FalseOffboardCauses, Latency, PolicyReport, SimReport, StateSample, SweepCell, SweepReport,
-};
+pub use report::{FalseOffboardCauses, Latency, PolicyReport, SimReport, SweepCell, SweepReport};
+pub use scenario::Scenario;
 pub use workload::{CrashEvent, PartitionEvent, StallEvent, Traffic, Trouble, WorkloadSummary};
 
 use crate::config::LivenessConfig;
+use counters::Metrics;
 use indicatif::{ProgressBar, ProgressStyle};
-use run::Metrics;
+use run::Job;
 use std::io;
 use std::path::Path;
 use workload::{secs, Workload};
@@ -103,7 +112,7 @@ pub struct SimOptions {
     /// Base configuration (`--config`); the library defaults when `None`. Each policy then sets
     /// its suspicion TTL (legacy) and brakes.
     pub config: Option<LivenessConfig>,
-    /// Policies to run, in report order; empty means all three.
+    /// Policies to run, in report order; empty means all of [`Policy::ALL`].
     pub policies: Vec<Policy>,
     /// A recorded heartbeat log instead of the synthetic fleet.
     pub heartbeats: Option<Vec<HeartbeatEvent>>,
@@ -114,7 +123,7 @@ pub struct SimOptions {
 }
 
 impl Default for SimOptions {
-    /// The built-in scenario: 2,000 clients, 300 s, seed 42, all three policies.
+    /// The built-in `stress` scenario: 2,000 clients, 300 s, seed 42, every policy.
     fn default() -> Self {
         Self {
             clients: 2_000,
@@ -157,10 +166,23 @@ fn validate_trouble(t: &Trouble) -> Result<(), String> {
     check(pauses, "pause median and max must be > 0 and sigma >= 0")?;
     let partitions = t.partition_min_s >= 0.0 && t.partition_max_s >= t.partition_min_s;
     check(partitions, "partition durations must satisfy 0 <= min <= max")?;
-    check(t.stall_s >= 0.0 && t.stall_s.is_finite(), "stall_s must be >= 0")?;
+    let span = |min: f64, max: f64| min >= 0.0 && max >= min && max.is_finite();
     check(
-        t.stall_at_s.is_none_or(|s| s >= 0.0 && s.is_finite()),
-        "stall_at_s must be >= 0",
+        span(t.master_pause_min_s, t.master_pause_max_s),
+        "master pause durations must satisfy 0 <= min <= max",
+    )?;
+    check(
+        span(t.heartbeat_block_min_s, t.heartbeat_block_max_s),
+        "heartbeat block durations must satisfy 0 <= min <= max",
+    )?;
+    check(
+        fraction(t.heartbeat_block_fraction),
+        "heartbeat_block_fraction must be in [0, 1]",
+    )?;
+    let at = |v: Option<f64>| v.is_none_or(|s| s >= 0.0 && s.is_finite());
+    check(
+        at(t.master_pause_at_s) && at(t.heartbeat_block_at_s),
+        "event start times must be >= 0",
     )?;
     check(
         t.ping_period_ms >= 1 && t.ping_jitter_ms < t.ping_period_ms,
@@ -240,7 +262,7 @@ fn progress_bar(len: u64, enabled: bool, what: &'static str) -> ProgressBar {
 
 /// Runs one policy configuration per job on scoped threads (at most `max(cores, 3)` at once,
 /// round-robin), returning the results in job order.
-fn run_many(w: &Workload, opts: &SimOptions, configs: &[LivenessConfig], pb: &ProgressBar) -> Vec<Metrics> {
+fn run_many(w: &Workload, opts: &SimOptions, configs: &[Job], pb: &ProgressBar) -> Vec<Metrics> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = configs.len().min(cores.max(3)).max(1);
     let mut out: Vec<Option<Metrics>> = vec![None; configs.len()];
@@ -251,7 +273,11 @@ fn run_many(w: &Workload, opts: &SimOptions, configs: &[LivenessConfig], pb: &Pr
                     (wk..configs.len())
                         .step_by(workers)
                         .map(|k| {
-                            let m = run::run_policy(w, &opts.trouble, &opts.traffic, configs[k].clone(), opts.seed, pb);
+                            let run = || run::run_policy(w, &opts.trouble, &opts.traffic, &configs[k], opts.seed, pb);
+                            let m = match &configs[k].label {
+                                Some(policy) => labels::with_policy_label(policy, run),
+                                None => run(),
+                            };
                             (k, m)
                         })
                         .collect::<Vec<_>>()
@@ -267,6 +293,21 @@ fn run_many(w: &Workload, opts: &SimOptions, configs: &[LivenessConfig], pb: &Pr
     out.into_iter().map(|m| m.expect("every job ran")).collect()
 }
 
+/// The preset whose trouble `t` is, or `custom`.
+fn scenario_label(t: &Trouble) -> &'static str {
+    Scenario::ALL
+        .into_iter()
+        .find(|s| {
+            // The resume order is a knob of any scenario, not a different one.
+            let order = Trouble {
+                master_pause_ticks_first: t.master_pause_ticks_first,
+                ..s.trouble()
+            };
+            order == *t
+        })
+        .map_or("custom", Scenario::name)
+}
+
 /// Runs the scenario under every policy of `opts` and reports. `progress` shows an indicatif
 /// bar on stderr (only when stderr is a terminal).
 ///
@@ -279,13 +320,27 @@ pub fn run(opts: &SimOptions, progress: bool) -> SimReport {
     let w = opts.workload();
     let policies = opts.policies_or_all();
     let configs: Vec<LivenessConfig> = policies.iter().map(|p| p.config(opts)).collect();
+    let jobs: Vec<Job> = policies
+        .iter()
+        .zip(&configs)
+        .map(|(p, c)| Job {
+            config: c.clone(),
+            legacy_ttl_ms: p.legacy_ttl_ms(opts),
+            label: Some(p.name()),
+        })
+        .collect();
     let pb = progress_bar(w.duration_ms / 1000 * policies.len() as u64, progress, "simulating");
-    let metrics = run_many(&w, opts, &configs, &pb);
+    let metrics = run_many(&w, opts, &jobs, &pb);
     pb.finish_and_clear();
     let truth = w.truth.is_some();
     let crashes = w.summary.crashes.len();
     SimReport {
         mode: if truth { "synthetic" } else { "heartbeats" },
+        scenario: if truth {
+            scenario_label(&opts.trouble)
+        } else {
+            "recorded heartbeats"
+        },
         clients: w.names.len(),
         duration_s: secs(w.duration_ms),
         seed: opts.seed,
@@ -295,7 +350,7 @@ pub fn run(opts: &SimOptions, progress: bool) -> SimReport {
         policies: policies
             .iter()
             .zip(configs.iter().zip(metrics))
-            .map(|(p, (c, m))| PolicyReport::new(*p, c, m, truth, crashes))
+            .map(|(p, (c, m))| PolicyReport::new(*p, c, p.legacy_ttl_ms(opts), m, truth, crashes))
             .collect(),
     }
 }
@@ -327,7 +382,15 @@ pub fn sweep(opts: &SimOptions, actives: &[f64], suspicions: &[f64], progress: b
     }
     let w = opts.workload();
     let pb = progress_bar(w.duration_ms / 1000 * configs.len() as u64, progress, "sweeping");
-    let metrics = run_many(&w, opts, &configs, &pb);
+    let jobs: Vec<Job> = configs
+        .iter()
+        .map(|c| Job {
+            config: c.clone(),
+            legacy_ttl_ms: None,
+            label: None,
+        })
+        .collect();
+    let metrics = run_many(&w, opts, &jobs, &pb);
     pb.finish_and_clear();
     let truth = w.truth.is_some();
     let cells = configs
@@ -337,6 +400,7 @@ pub fn sweep(opts: &SimOptions, actives: &[f64], suspicions: &[f64], progress: b
             SweepCell::of(&PolicyReport::new(
                 Policy::RfcBrakes,
                 c,
+                None,
                 m,
                 truth,
                 w.summary.crashes.len(),

@@ -1,19 +1,31 @@
-//! The three liveness policies the simulator compares, as [`LivenessConfig`]s of the one library.
+//! The liveness policies the simulator compares: Mooncake main's monitor ([`LegacyMonitor`],
+//! the model `scripts/conformance.sh` checks against the real master) at three TTLs, and the
+//! library at its defaults without and with brakes.
+//!
+//! [`LegacyMonitor`]: crate::sim::legacy::LegacyMonitor
 
 use super::workload::ms;
 use super::SimOptions;
 use crate::config::LivenessConfig;
+use crate::sim::legacy::LegacyMonitor;
 use std::fmt;
 use std::str::FromStr;
 
 /// A liveness policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum Policy {
-    /// `legacy`: today's Mooncake. One TTL (the active TTL), immediate offboarding: the
-    /// suspicion TTL is one monitor tick (the shortest meaningful window), no stall brake, no
-    /// mass-suspicion brake.
+    /// `legacy`: Mooncake main's monitor with the active TTL as `client_ttl` (10 s, main's
+    /// default): 1 s tick, deadline anchored at the draining tick, expiry in one batch, no
+    /// barrier ([`crate::sim::legacy`]).
     #[serde(rename = "legacy")]
     Legacy,
+    /// `legacy@30s`: main's monitor with `client_ttl` = active + suspicion TTL (30 s by
+    /// default): the same total silence budget as `rfc`.
+    #[serde(rename = "legacy@30s")]
+    Legacy30,
+    /// `legacy@60s`: main's monitor with `client_ttl = 60` (upstream's sample master.yaml).
+    #[serde(rename = "legacy@60s")]
+    Legacy60,
     /// `rfc`: active + suspicion TTL, both brakes off.
     #[serde(rename = "rfc")]
     Rfc,
@@ -23,26 +35,32 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// Every policy, in report order.
-    pub const ALL: [Policy; 3] = [Policy::Legacy, Policy::Rfc, Policy::RfcBrakes];
+    /// Every policy, in report order (the default table).
+    pub const ALL: [Policy; 5] = [
+        Policy::Legacy,
+        Policy::Legacy30,
+        Policy::Legacy60,
+        Policy::Rfc,
+        Policy::RfcBrakes,
+    ];
 
-    /// The policy's name: `legacy`, `rfc` or `rfc+brakes`.
+    /// The policy's name: `legacy`, `legacy@30s`, `legacy@60s`, `rfc` or `rfc+brakes`.
     pub fn name(self) -> &'static str {
         match self {
             Policy::Legacy => "legacy",
+            Policy::Legacy30 => "legacy@30s",
+            Policy::Legacy60 => "legacy@60s",
             Policy::Rfc => "rfc",
             Policy::RfcBrakes => "rfc+brakes",
         }
     }
 
-    /// The configuration this policy runs with, from the options' base configuration
-    /// (`--config`, else the library defaults) and TTL overrides.
-    ///
-    /// An active TTL override also resets `stall_bound_ms` to half of it (the library's rule
-    /// for an unset bound); the suspicion TTL override applies to `rfc` and `rfc+brakes`.
-    /// Offboarding always runs synchronously in the simulator (the master's own mode), whatever
-    /// `offboarding_mode` says; its rate limit and retry settings apply.
-    pub fn config(self, opts: &SimOptions) -> LivenessConfig {
+    /// Is this Mooncake main's monitor?
+    pub fn is_legacy(self) -> bool {
+        matches!(self, Policy::Legacy | Policy::Legacy30 | Policy::Legacy60)
+    }
+
+    fn base(opts: &SimOptions) -> LivenessConfig {
         let mut c = opts.config.clone().unwrap_or_default();
         if let Some(a) = opts.active_ttl_s {
             c.active_ttl_ms = ms(a).max(1);
@@ -51,10 +69,36 @@ impl Policy {
         if let Some(s) = opts.suspicion_ttl_s {
             c.suspicion_ttl_ms = ms(s).max(1);
         }
-        let brakes = self == Policy::RfcBrakes;
-        if self == Policy::Legacy {
-            c.suspicion_ttl_ms = c.monitor_tick_ms;
+        c
+    }
+
+    /// Main's `client_ttl` for a legacy policy, ms: the active TTL (`legacy`), active +
+    /// suspicion TTL (`legacy@30s`), 60 s (`legacy@60s`); `None` for the rfc policies.
+    pub fn legacy_ttl_ms(self, opts: &SimOptions) -> Option<u64> {
+        let c = Self::base(opts);
+        match self {
+            Policy::Legacy => Some(c.active_ttl_ms),
+            Policy::Legacy30 => Some(c.active_ttl_ms.saturating_add(c.suspicion_ttl_ms)),
+            Policy::Legacy60 => Some(60_000),
+            Policy::Rfc | Policy::RfcBrakes => None,
         }
+    }
+
+    /// The configuration the reference master runs with, from the options' base configuration
+    /// (`--config`, else the library defaults) and TTL overrides.
+    ///
+    /// An active TTL override also resets `stall_bound_ms` to half of it (the library's rule
+    /// for an unset bound); the suspicion TTL override applies to `rfc` and `rfc+brakes`. For a
+    /// legacy policy the library's own liveness never acts
+    /// ([`LegacyMonitor::master_config`]); main's monitor decides. Offboarding always runs
+    /// synchronously in the simulator (the master's own mode), whatever `offboarding_mode`
+    /// says; its rate limit and retry settings apply.
+    pub fn config(self, opts: &SimOptions) -> LivenessConfig {
+        let mut c = Self::base(opts);
+        if self.is_legacy() {
+            return LegacyMonitor::master_config(&c);
+        }
+        let brakes = self == Policy::RfcBrakes;
         c.stall_brake = brakes;
         c.mass_suspicion_brake = brakes;
         c
@@ -70,13 +114,18 @@ impl fmt::Display for Policy {
 impl FromStr for Policy {
     type Err = String;
 
-    /// `legacy`, `rfc`, `rfc+brakes` (ASCII case ignored; `rfc-brakes` and `rfc_brakes` too).
+    /// `legacy`, `legacy@30s`, `legacy@60s`, `rfc`, `rfc+brakes` (ASCII case ignored;
+    /// `rfc-brakes` and `rfc_brakes` too).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "legacy" => Ok(Policy::Legacy),
+            "legacy@30s" => Ok(Policy::Legacy30),
+            "legacy@60s" => Ok(Policy::Legacy60),
             "rfc" => Ok(Policy::Rfc),
             "rfc+brakes" | "rfc-brakes" | "rfc_brakes" => Ok(Policy::RfcBrakes),
-            other => Err(format!("unknown policy `{other}` (expected legacy, rfc or rfc+brakes)")),
+            other => Err(format!(
+                "unknown policy `{other}` (expected legacy, legacy@30s, legacy@60s, rfc or rfc+brakes)"
+            )),
         }
     }
 }
@@ -92,7 +141,7 @@ pub fn parse_policies(s: &str) -> Result<Vec<Policy>, String> {
         }
     }
     if out.is_empty() {
-        return Err("no policy given (expected legacy, rfc or rfc+brakes)".into());
+        return Err("no policy given (expected legacy, legacy@30s, legacy@60s, rfc or rfc+brakes)".into());
     }
     Ok(out)
 }

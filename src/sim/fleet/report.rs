@@ -1,38 +1,9 @@
 //! The report types: per-policy metrics, the sweep, and their JSON (the text forms are in `text`).
 
+use super::counters::{CrashDetection, Metrics, StateSample};
 use super::policy::Policy;
-use super::run::Metrics;
 use super::workload::{percentile, secs, Traffic, Trouble, WorkloadSummary};
 use crate::config::LivenessConfig;
-
-/// How one crashed client was detected.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct CrashDetection {
-    /// The client.
-    pub client: String,
-    /// When it died, ms.
-    pub crash_ms: u64,
-    /// Its last ping the master heard, ms.
-    pub last_ping_ms: u64,
-    /// When the master committed Suspected (after the crash), ms.
-    pub suspected_ms: Option<u64>,
-    /// When the master committed Offline, ms.
-    pub offline_ms: Option<u64>,
-}
-
-/// The state gauges over one simulated second, at their worst (every monitor tick of the
-/// second and its end are looked at): short spikes such as a mass suspicion stay visible.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct StateSample {
-    /// The second's end, simulated seconds.
-    pub t_s: u64,
-    /// Fewest Active incarnations.
-    pub active: usize,
-    /// Most Suspected incarnations.
-    pub suspected: usize,
-    /// Most Offline incarnations whose offboarding job was still pending.
-    pub offline_pending: usize,
-}
 
 /// A latency distribution, seconds.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -59,16 +30,19 @@ impl Latency {
     }
 }
 
-/// What silenced the healthy clients that were falsely offboarded (the trouble covering most of
-/// the silence between the last ping heard and the Offline commit).
+/// What silenced the healthy clients that were falsely offboarded (the stall kind covering
+/// most of the silence between the last ping heard and the Offline commit or expiry), in
+/// distinct clients. A crash is never a false offboarding: see the crash rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FalseOffboardCauses {
-    /// The master stall.
-    pub master_stall: u64,
-    /// A GC/process pause.
-    pub pause: u64,
+    /// A client process pause (GC, starved interpreter).
+    pub client_pause: u64,
     /// A network partition.
     pub partition: u64,
+    /// The whole master process paused.
+    pub master_pause: u64,
+    /// The master's Ping path blocked while its monitor ran.
+    pub heartbeat_blocked: u64,
     /// Lost pings / jitter only.
     pub other: u64,
 }
@@ -78,9 +52,9 @@ pub struct FalseOffboardCauses {
 pub struct PolicyReport {
     /// The policy.
     pub policy: Policy,
-    /// Active TTL, seconds.
+    /// Active TTL, seconds (legacy: main's `client_ttl`).
     pub active_ttl_s: f64,
-    /// Suspicion TTL, seconds.
+    /// Suspicion TTL, seconds (legacy: 0, it expires at once).
     pub suspicion_ttl_s: f64,
     /// Stall brake on.
     pub stall_brake: bool,
@@ -106,16 +80,35 @@ pub struct PolicyReport {
     pub objects_lost_to_false_offboarding: Option<u64>,
     /// Objects removed by offboarding whose every replica was on crashed clients.
     pub objects_lost_with_crashed_clients: Option<u64>,
+    /// Offboarding jobs (Offline incarnations) not finished at the end of the run.
+    pub offboarding_jobs_pending_at_end: u64,
+    /// Objects whose every replica waits on such a job, a healthy owner among them: lost when
+    /// it runs (not counted in `objects_lost_to_false_offboarding`).
+    pub objects_pending_loss_false: Option<u64>,
+    /// ...with only crashed owners (`None` in heartbeat mode: all pending losses are here).
+    pub objects_pending_loss_crashed: u64,
     /// Puts attempted.
     pub puts: u64,
     /// Puts refused.
     pub puts_failed: u64,
     /// Puts given a replica on a client that was paused, partitioned or dead.
     pub puts_to_unreachable: Option<u64>,
+    /// Objects put again after a Get missed them (`OBJECT_NOT_FOUND`): the cache recomputes.
+    pub reputs: u64,
     /// Gets of keys that should exist.
     pub gets: u64,
-    /// Gets answered `REPLICA_IS_NOT_READY` or `OBJECT_NOT_FOUND` (or another error).
-    pub gets_failed: u64,
+    /// Get misses: answered `REPLICA_IS_NOT_READY` or `OBJECT_NOT_FOUND` (or another error).
+    /// A key found missing is put again, so a dead key is not missed over and over.
+    pub get_misses: u64,
+    /// Misses / Gets, overall.
+    pub miss_rate: f64,
+    /// Gets inside an incident window (a partition, master pause or heartbeat block, and the
+    /// 30 s after it).
+    pub incident_gets: u64,
+    /// Misses among them.
+    pub incident_misses: u64,
+    /// Misses / Gets inside incident windows.
+    pub incident_miss_rate: f64,
     /// `REPLICA_IS_NOT_READY` (every replica's owner Suspected or Offline-pending).
     pub gets_not_ready: u64,
     /// `OBJECT_NOT_FOUND` (removed by offboarding).
@@ -142,7 +135,9 @@ pub struct PolicyReport {
     pub suspected_client_s_dead: Option<f64>,
     /// ...of which by clients alive.
     pub suspected_client_s_alive: Option<f64>,
-    /// Master stalls detected and credited.
+    /// Legacy: pings or mounts refused because main's ping queue was full.
+    pub pings_rejected: u64,
+    /// Stall brake firings: master stalls detected and credited.
     pub stalls_credited: u64,
     /// Stall time credited, seconds.
     pub stall_credit_s: f64,
@@ -155,7 +150,14 @@ pub struct PolicyReport {
 }
 
 impl PolicyReport {
-    pub(super) fn new(policy: Policy, config: &LivenessConfig, m: Metrics, truth: bool, crashes: usize) -> Self {
+    pub(super) fn new(
+        policy: Policy,
+        config: &LivenessConfig,
+        legacy_ttl_ms: Option<u64>,
+        m: Metrics,
+        truth: bool,
+        crashes: usize,
+    ) -> Self {
         let known = |v: u64| truth.then_some(v);
         let suspected: Vec<u64> = m
             .crashes
@@ -167,19 +169,26 @@ impl PolicyReport {
             .iter()
             .filter_map(|c| Some(c.offline_ms? - c.crash_ms))
             .collect();
-        let [master_stall, pause, partition, other] = m.false_by_cause;
+        let [client_pause, partition, master_pause, heartbeat_blocked, other] =
+            m.false_by_cause.each_ref().map(|s| s.len() as u64);
+        let rate = |part: u64, whole: u64| part as f64 / whole.max(1) as f64;
         Self {
             policy,
-            active_ttl_s: secs(config.active_ttl_ms),
-            suspicion_ttl_s: secs(config.suspicion_ttl_ms),
+            active_ttl_s: secs(legacy_ttl_ms.unwrap_or(config.active_ttl_ms)),
+            suspicion_ttl_s: if legacy_ttl_ms.is_some() {
+                0.0
+            } else {
+                secs(config.suspicion_ttl_ms)
+            },
             stall_brake: config.stall_brake,
             mass_suspicion_brake: config.mass_suspicion_brake,
             healthy_falsely_offboarded: known(m.false_clients.len() as u64),
             false_offboardings: known(m.false_offboards),
             false_offboard_causes: truth.then_some(FalseOffboardCauses {
-                master_stall,
-                pause,
+                client_pause,
                 partition,
+                master_pause,
+                heartbeat_blocked,
                 other,
             }),
             offline_commits: m.offline_commits,
@@ -189,11 +198,19 @@ impl PolicyReport {
             objects_lost: m.lost_total,
             objects_lost_to_false_offboarding: known(m.lost_false),
             objects_lost_with_crashed_clients: known(m.lost_crash),
+            offboarding_jobs_pending_at_end: m.jobs_pending_at_end,
+            objects_pending_loss_false: known(m.pending_lost_false),
+            objects_pending_loss_crashed: m.pending_lost_crash,
             puts: m.puts,
             puts_failed: m.puts_failed,
             puts_to_unreachable: known(m.puts_unreachable),
+            reputs: m.reputs,
             gets: m.gets,
-            gets_failed: m.gets_not_ready + m.gets_not_found + m.gets_other,
+            get_misses: m.misses(),
+            miss_rate: rate(m.misses(), m.gets),
+            incident_gets: m.incident_gets,
+            incident_misses: m.incident_misses,
+            incident_miss_rate: rate(m.incident_misses, m.incident_gets),
             gets_not_ready: m.gets_not_ready,
             gets_not_found: m.gets_not_found,
             gets_to_unreachable: known(m.gets_unreachable),
@@ -207,6 +224,7 @@ impl PolicyReport {
             suspected_client_s: secs(m.suspected_ms_alive + m.suspected_ms_dead),
             suspected_client_s_dead: truth.then(|| secs(m.suspected_ms_dead)),
             suspected_client_s_alive: truth.then(|| secs(m.suspected_ms_alive)),
+            pings_rejected: m.pings_rejected,
             stalls_credited: m.stalls,
             stall_credit_s: secs(m.stall_ms),
             mass_suspicion_brake_engagements: m.brake_engagements,
@@ -221,6 +239,9 @@ impl PolicyReport {
 pub struct SimReport {
     /// `synthetic` (built-in scenario, ground truth known) or `heartbeats` (recorded log).
     pub mode: &'static str,
+    /// The scenario's name (`stress`, `quiet`, ...), `custom` for other trouble, or
+    /// `recorded heartbeats`.
+    pub scenario: &'static str,
     /// Fleet size.
     pub clients: usize,
     /// Simulated time, seconds.
@@ -259,8 +280,8 @@ pub struct SweepCell {
     pub objects_lost: u64,
     /// Objects removed by offboarding that had a replica on a healthy client.
     pub objects_lost_to_false_offboarding: Option<u64>,
-    /// Gets failed.
-    pub gets_failed: u64,
+    /// Get misses.
+    pub get_misses: u64,
     /// Gets routed to an unreachable owner.
     pub gets_to_unreachable: Option<u64>,
     /// Crash → Suspected.
@@ -280,7 +301,7 @@ impl SweepCell {
             offboarded_clients: r.offboarded_clients,
             objects_lost: r.objects_lost,
             objects_lost_to_false_offboarding: r.objects_lost_to_false_offboarding,
-            gets_failed: r.gets_failed,
+            get_misses: r.get_misses,
             gets_to_unreachable: r.gets_to_unreachable,
             crash_to_suspected: r.crash_to_suspected,
             crash_to_offline: r.crash_to_offline,

@@ -1,119 +1,124 @@
 //! One policy over one workload: the discrete-event loop that drives the real [`Master`] (its
-//! monitor, its synchronous offboarding, its allocation and Get paths) on a [`ManualClock`].
+//! allocation and Get paths, and for the rfc policies its monitor and synchronous offboarding;
+//! for the legacy policies [`LegacyMonitor`], Mooncake main's monitor) on a [`ManualClock`].
 //!
-//! Events, in `(time, kind, client)` order so equal times are deterministic: monitor ticks every
-//! `monitor_tick_ms`, client pings, Puts, Gets, and a once-a-second sample of the state gauges.
-//! During the master stall nothing runs (no tick, no RPC heard), but clients keep to their
-//! schedules and every random stream is consumed as usual.
+//! Events, in `(time, kind, client)` order so equal times are deterministic: monitor ticks,
+//! the end of a heartbeat block (its held pings), client pings, Puts, Gets, and a once-a-second
+//! sample of the state gauges. Clients keep to their schedules and every random stream is
+//! consumed the same way whatever the master answers.
+//!
+//! The stall kinds ([`Trouble`]): a paused, partitioned or dead client sends nothing the master
+//! hears. While the **master** is paused nothing runs — no tick, no Put or Get served — and each
+//! client's ping waits in the socket (one per client: its ping RPC is synchronous); at the first
+//! tick after the pause the held pings are applied, then the tick runs (or the other order with
+//! `master_pause_ticks_first`). While a **heartbeat block** holds a client's ping, the master and
+//! its monitor run on time and serve data; the ping is applied when the block ends, after the
+//! ticks at that time (the `block_heartbeats` rule of the replay trace format).
 
-use super::report::{CrashDetection, StateSample};
-use super::workload::{Cause, GroundTruth, Traffic, Trouble, Workload, STREAM_PINGS, STREAM_TRAFFIC};
+use super::counters::{CrashDetection, Metrics, StateSample};
+use super::queue::EventQueue;
+use super::workload::{GroundTruth, Traffic, Trouble, Workload, STREAM_PINGS, STREAM_TRAFFIC};
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
-use crate::liveness::{LivenessState, PingStatus, Transition};
-use crate::master::{AllocationStrategy, Master, MasterError, MasterEvent, MasterOptions, ReplicaDesc, SegmentSpec};
+use crate::liveness::PingStatus;
+use crate::master::{AllocationStrategy, Master, MasterError, MasterOptions, ReplicaDesc, SegmentSpec};
+use crate::sim::legacy::{LegacyError, LegacyMonitor, LegacyPing};
 use indicatif::ProgressBar;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// What happens at an event time; the order breaks ties at equal times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Tick,
+    /// A heartbeat block ends (the `u32` is its index): its held pings are applied.
+    Release,
     Ping,
     Put,
     Get,
     Sample,
 }
 
-/// What one policy did, in raw counters.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Metrics {
-    pub(super) suspicions: u64,
-    pub(super) recoveries: u64,
-    pub(super) offline_commits: u64,
-    pub(super) offboarded: u64,
-    pub(super) offboarded_clients: BTreeSet<u32>,
-    /// Clients heard again after one of their incarnations went Offline (they were alive).
-    pub(super) returned_clients: BTreeSet<u32>,
-    pub(super) false_offboards: u64,
-    pub(super) false_clients: BTreeSet<u32>,
-    /// By [`Cause`]: stall, pause, partition, other.
-    pub(super) false_by_cause: [u64; 4],
-    pub(super) lost_false: u64,
-    pub(super) lost_crash: u64,
-    pub(super) lost_total: u64,
-    pub(super) puts: u64,
-    pub(super) puts_failed: u64,
-    pub(super) puts_unreachable: u64,
-    pub(super) gets: u64,
-    pub(super) gets_not_ready: u64,
-    pub(super) gets_not_found: u64,
-    pub(super) gets_other: u64,
-    pub(super) gets_unreachable: u64,
-    pub(super) remounts: u64,
-    pub(super) mount_refusals: u64,
-    pub(super) suspected_ms_alive: u64,
-    pub(super) suspected_ms_dead: u64,
-    pub(super) stalls: u64,
-    pub(super) stall_ms: u64,
-    pub(super) brake_engagements: u64,
-    pub(super) retries: u64,
-    pub(super) crashes: Vec<CrashDetection>,
-    pub(super) samples: Vec<StateSample>,
+/// One policy to run: the master's configuration and, for a legacy policy, main's TTL.
+#[derive(Clone, Debug)]
+pub(super) struct Job {
+    pub(super) config: LivenessConfig,
+    pub(super) legacy_ttl_ms: Option<u64>,
+    /// The `policy` label of the run's metrics (`None`: unlabelled, the sweep).
+    pub(super) label: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, Default)]
-struct Client {
-    segment: String,
-    joined: bool,
-    last_heard_ms: u64,
-    suspected_since: Option<u64>,
-    /// An incarnation went Offline and the client has not mounted a new one yet.
-    offboarded: bool,
+pub(super) struct Client {
+    pub(super) segment: String,
+    pub(super) joined: bool,
+    pub(super) last_heard_ms: u64,
+    pub(super) suspected_since: Option<u64>,
+    /// An incarnation went Offline (legacy: expired) and the client has not remounted since.
+    pub(super) offboarded: bool,
+    /// An Offline incarnation's offboarding job has not finished.
+    pub(super) job_pending: bool,
+    /// Legacy: in main's ready set.
+    pub(super) ready: bool,
+    /// A ping of this client waits for the master (paused master or heartbeat block).
+    pub(super) held: bool,
     /// Keys with a replica on this client's current incarnation.
-    keys: BTreeSet<u64>,
+    pub(super) keys: std::collections::BTreeSet<u64>,
 }
 
-struct Sim<'a> {
-    w: &'a Workload,
+/// An object the application keeps: its size and replica count (to recompute it on a miss)
+/// and the clients holding its replicas now.
+#[derive(Clone, Debug)]
+pub(super) struct Key {
+    size: u64,
+    replicas: usize,
+    pub(super) owners: Vec<u32>,
+}
+
+pub(super) struct Sim<'a> {
+    pub(super) w: &'a Workload,
     trouble: &'a Trouble,
     traffic: &'a Traffic,
-    master: Master,
+    pub(super) master: Master,
     clock: Arc<ManualClock>,
     tick_ms: u64,
-    clients: Vec<Client>,
+    /// Main's monitor (legacy policies); `None`: the library's monitor decides.
+    legacy: Option<LegacyMonitor>,
+    legacy_ready: usize,
+    pub(super) clients: Vec<Client>,
     by_name: BTreeMap<String, u32>,
-    queue: BinaryHeap<Reverse<(u64, Kind, u32)>>,
+    queue: EventQueue<Kind>,
     log_pos: usize,
     ping_rng: ChaCha8Rng,
     traffic_rng: ChaCha8Rng,
     put_at: f64,
     get_at: f64,
     pool: VecDeque<u64>,
-    key_owners: BTreeMap<u64, Vec<u32>>,
+    pub(super) keys: BTreeMap<u64, Key>,
     next_key: u64,
-    crash: BTreeMap<usize, CrashDetection>,
+    /// Pings waiting for a paused master to resume.
+    held_pause: Vec<u32>,
+    /// Pings held by each heartbeat block.
+    held_block: Vec<Vec<u32>>,
+    pub(super) crash: BTreeMap<usize, CrashDetection>,
     /// The worst state gauges seen since the last sample.
     window: Option<StateSample>,
-    m: Metrics,
+    pub(super) m: Metrics,
 }
 
-/// Runs one policy (`config`) over `w` and returns its counters; `pb` advances once per
-/// simulated second.
+/// Runs one policy over `w` and returns its counters; `pb` advances once per simulated second.
 pub(super) fn run_policy(
     w: &Workload,
     trouble: &Trouble,
     traffic: &Traffic,
-    config: LivenessConfig,
+    job: &Job,
     seed: u64,
     pb: &ProgressBar,
 ) -> Metrics {
-    let mut sim = Sim::new(w, trouble, traffic, config, seed);
+    let mut sim = Sim::new(w, trouble, traffic, job, seed);
     sim.start();
     while let Some((t, kind, i)) = sim.next_event() {
         if t > w.duration_ms {
@@ -124,23 +129,27 @@ pub(super) fn run_policy(
     sim.finish()
 }
 
-fn key_name(id: u64) -> String {
+pub(super) fn key_name(id: u64) -> String {
     format!("k{id:08}")
 }
 
 impl<'a> Sim<'a> {
     /// The fleet index of a client the master names by id (every client mounted before it
     /// could transition, so its name is interned).
-    fn index_of(&self, id: crate::liveness::ClientId) -> usize {
+    pub(super) fn index_of(&self, id: crate::liveness::ClientId) -> usize {
         self.by_name
             .get(&self.master.client_name(id))
             .copied()
             .unwrap_or(u32::MAX) as usize
     }
 
-    fn new(w: &'a Workload, trouble: &'a Trouble, traffic: &'a Traffic, config: LivenessConfig, seed: u64) -> Self {
+    fn new(w: &'a Workload, trouble: &'a Trouble, traffic: &'a Traffic, job: &Job, seed: u64) -> Self {
         let clock = Arc::new(ManualClock::new(0));
-        let tick_ms = config.monitor_tick_ms.max(1);
+        let legacy = job.legacy_ttl_ms.map(LegacyMonitor::new);
+        let tick_ms = legacy
+            .as_ref()
+            .map_or(job.config.monitor_tick_ms, LegacyMonitor::tick_ms)
+            .max(1);
         let options = MasterOptions {
             strategy: AllocationStrategy::Random,
             seed,
@@ -148,7 +157,7 @@ impl<'a> Sim<'a> {
             offboarding: crate::master::OffboardingDriver::Inline,
             ..MasterOptions::default()
         };
-        let master = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
+        let master = Master::new(clock.clone() as Arc<dyn Clock>, job.config.clone(), options);
         let mut by_name = BTreeMap::new();
         for (i, name) in w.names.iter().enumerate() {
             by_name.insert(name.clone(), i as u32);
@@ -168,17 +177,21 @@ impl<'a> Sim<'a> {
             master,
             clock,
             tick_ms,
+            legacy,
+            legacy_ready: 0,
             clients,
             by_name,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::new(),
             log_pos: 0,
             ping_rng: super::workload::stream(seed, STREAM_PINGS),
             traffic_rng: super::workload::stream(seed, STREAM_TRAFFIC),
             put_at: 0.0,
             get_at: 0.0,
             pool: VecDeque::new(),
-            key_owners: BTreeMap::new(),
+            keys: BTreeMap::new(),
             next_key: 0,
+            held_pause: Vec::new(),
+            held_block: vec![Vec::new(); w.blocks.len()],
             crash: BTreeMap::new(),
             window: None,
             m: Metrics::default(),
@@ -186,7 +199,7 @@ impl<'a> Sim<'a> {
     }
 
     fn push(&mut self, t: u64, kind: Kind, i: usize) {
-        self.queue.push(Reverse((t, kind, i as u32)));
+        self.queue.push(t, kind, i as u32);
     }
 
     /// Mounts the synthetic fleet at time 0 and schedules the first events.
@@ -199,6 +212,9 @@ impl<'a> Sim<'a> {
         }
         self.push(self.tick_ms, Kind::Tick, 0);
         self.push(1_000, Kind::Sample, 0);
+        for (b, block) in self.w.blocks.iter().enumerate() {
+            self.push(block.span.end_ms, Kind::Release, b);
+        }
         self.schedule_put();
         self.schedule_get();
     }
@@ -210,13 +226,13 @@ impl<'a> Sim<'a> {
             .as_ref()
             .and_then(|l| l.get(self.log_pos))
             .map(|&(t, c)| (t, Kind::Ping, c));
-        let queued = self.queue.peek().map(|r| r.0);
+        let queued = self.queue.peek();
         match (queued, logged) {
             (Some(q), Some(l)) if l < q => {
                 self.log_pos += 1;
                 Some(l)
             }
-            (Some(_), _) => self.queue.pop().map(|r| r.0),
+            (Some(_), _) => self.queue.pop(),
             (None, Some(l)) => {
                 self.log_pos += 1;
                 Some(l)
@@ -228,6 +244,7 @@ impl<'a> Sim<'a> {
     fn dispatch(&mut self, t: u64, kind: Kind, i: usize, pb: &ProgressBar) {
         match kind {
             Kind::Tick => self.on_tick(t),
+            Kind::Release => self.on_release(t, i),
             Kind::Ping if self.w.log.is_some() => self.hear(i, t),
             Kind::Ping => self.on_ping(t, i),
             Kind::Put => self.on_put(t),
@@ -236,33 +253,86 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn truth(&self) -> Option<&'a GroundTruth> {
+    pub(super) fn truth(&self) -> Option<&'a GroundTruth> {
         self.w.truth.as_ref()
     }
 
+    /// A tick: nothing while the master is paused; the first one after a pause applies the
+    /// buffered pings before (default) or after its check.
     fn on_tick(&mut self, t: u64) {
         self.push(t + self.tick_ms, Kind::Tick, 0);
-        if self.w.stalled(t) {
+        if self.w.master_paused(t) {
             return;
         }
+        let held = std::mem::take(&mut self.held_pause);
+        if !self.w.ticks_first {
+            self.apply_held(&held, t);
+        }
         self.clock.set_ms(t);
-        self.master.tick();
-        self.drain();
+        self.monitor_tick(t);
+        if self.w.ticks_first {
+            self.apply_held(&held, t);
+        }
         self.observe();
+    }
+
+    fn monitor_tick(&mut self, t: u64) {
+        let Some(mon) = self.legacy.as_mut() else {
+            self.master.tick();
+            self.drain();
+            return;
+        };
+        // A master that was stopped skips the ticks it missed (main's loop just sleeps on).
+        mon.skip_ticks(t);
+        let expired = mon.run_ticks_to(&mut self.master, t);
+        for e in expired {
+            let i = self.by_name[&e.client] as usize;
+            self.on_legacy_expiry(i, e.at_ms);
+        }
+    }
+
+    fn on_legacy_expiry(&mut self, i: usize, t: u64) {
+        if std::mem::take(&mut self.clients[i].ready) {
+            self.legacy_ready -= 1;
+        }
+        self.on_offline(i, t);
+        // Main has no suspicion: a dead client is "detected" when it expires.
+        if let Some(d) = self.crash_entry(i, t) {
+            d.suspected_ms.get_or_insert(t);
+        }
+        self.on_offboarded(i, t);
+    }
+
+    fn on_release(&mut self, t: u64, b: usize) {
+        let held = std::mem::take(&mut self.held_block[b]);
+        self.apply_held(&held, t);
+    }
+
+    fn apply_held(&mut self, held: &[u32], t: u64) {
+        for &i in held {
+            let i = i as usize;
+            self.clients[i].held = false;
+            self.hear(i, t);
+        }
     }
 
     /// Folds the gauges now into the current second's worst values.
     fn observe(&mut self) {
-        let s = self.master.stats();
+        let (active, suspected, offline) = if self.legacy.is_some() {
+            (self.legacy_ready, 0, 0)
+        } else {
+            let s = self.master.stats();
+            (s.active, s.suspected, s.offline)
+        };
         let w = self.window.get_or_insert(StateSample {
             t_s: 0,
             active: usize::MAX,
             suspected: 0,
             offline_pending: 0,
         });
-        w.active = w.active.min(s.active);
-        w.suspected = w.suspected.max(s.suspected);
-        w.offline_pending = w.offline_pending.max(s.offline);
+        w.active = w.active.min(active);
+        w.suspected = w.suspected.max(suspected);
+        w.offline_pending = w.offline_pending.max(offline);
     }
 
     fn on_sample(&mut self, t: u64, pb: &ProgressBar) {
@@ -276,7 +346,8 @@ impl<'a> Sim<'a> {
     }
 
     /// A synthetic ping: the client keeps its schedule; the master hears it unless the client is
-    /// paused, partitioned or dead, the ping is lost, or the master is stalled.
+    /// paused, partitioned or dead or the ping is lost; a paused master or a heartbeat block
+    /// holds it (one per client).
     fn on_ping(&mut self, t: u64, i: usize) {
         let truth = self.truth();
         if truth.is_some_and(|g| g.crashed(i, t)) {
@@ -290,10 +361,18 @@ impl<'a> Sim<'a> {
         };
         self.push((t + period + jitter).saturating_sub(j).max(t + 1), Kind::Ping, i);
         let lost = self.trouble.ping_loss > 0.0 && self.ping_rng.random_bool(self.trouble.ping_loss);
-        if lost || self.w.stalled(t) || truth.is_some_and(|g| g.unreachable(i, t)) {
+        if lost || truth.is_some_and(|g| g.unreachable(i, t)) || self.clients[i].held {
             return;
         }
-        self.hear(i, t);
+        if self.w.master_paused(t) {
+            self.clients[i].held = true;
+            self.held_pause.push(i as u32);
+        } else if let Some(b) = self.w.block(i, t) {
+            self.clients[i].held = true;
+            self.held_block[b].push(i as u32);
+        } else {
+            self.hear(i, t);
+        }
     }
 
     /// The master hears client `i` at `t`: its first heartbeat mounts; later ones ping, and a
@@ -305,13 +384,22 @@ impl<'a> Sim<'a> {
             self.drain();
             return;
         }
-        let status = self.master.ping(&self.w.names[i]);
+        let need_remount = match self.legacy.as_mut() {
+            None => self.master.ping(&self.w.names[i]) == PingStatus::NeedRemount,
+            Some(mon) => match mon.ping(&mut self.master, &self.w.names[i]) {
+                Ok(s) => s == LegacyPing::NeedRemount,
+                Err(_) => {
+                    self.m.pings_rejected += 1;
+                    return;
+                }
+            },
+        };
         let c = &mut self.clients[i];
         c.last_heard_ms = t;
         if c.offboarded {
             self.m.returned_clients.insert(i as u32);
         }
-        if status == PingStatus::NeedRemount {
+        if need_remount {
             self.remount(i);
         }
         self.drain();
@@ -320,6 +408,12 @@ impl<'a> Sim<'a> {
     fn join(&mut self, i: usize, t: u64) {
         self.clients[i].joined = true;
         self.clients[i].last_heard_ms = t;
+        if let Some(mon) = self.legacy.as_mut() {
+            let (name, seg) = (&self.w.names[i], &self.clients[i].segment);
+            if let Err(LegacyError::QueueFull) = mon.mount(&mut self.master, name, seg, self.traffic.segment_bytes) {
+                self.m.pings_rejected += 1;
+            }
+        }
         self.remount(i);
     }
 
@@ -327,15 +421,39 @@ impl<'a> Sim<'a> {
         let w = self.w;
         let (name, size) = (&w.names[i], self.traffic.segment_bytes);
         let segment = self.clients[i].segment.clone();
-        match self.master.mount(name, &segment, size) {
-            Ok(()) => {
-                let spec = [SegmentSpec { segment, size }];
-                if self.master.remount(name, &spec).is_ok() && self.clients[i].offboarded {
-                    self.clients[i].offboarded = false;
-                    self.m.remounts += 1;
+        let spec = [SegmentSpec { segment, size }];
+        let ok = match self.legacy.as_mut() {
+            Some(mon) => {
+                let was = mon.is_ready(name);
+                match mon.remount(&mut self.master, name, &spec) {
+                    Ok(()) => {
+                        if !was {
+                            self.clients[i].ready = true;
+                            self.legacy_ready += 1;
+                        }
+                        true
+                    }
+                    Err(LegacyError::QueueFull) => {
+                        self.m.pings_rejected += 1;
+                        false
+                    }
+                    Err(_) => {
+                        self.m.mount_refusals += 1;
+                        false
+                    }
                 }
             }
-            Err(_) => self.m.mount_refusals += 1,
+            None => match self.master.mount(name, &spec[0].segment, size) {
+                Ok(()) => self.master.remount(name, &spec).is_ok(),
+                Err(_) => {
+                    self.m.mount_refusals += 1;
+                    false
+                }
+            },
+        };
+        if ok && self.clients[i].offboarded {
+            self.clients[i].offboarded = false;
+            self.m.remounts += 1;
         }
     }
 
@@ -374,30 +492,37 @@ impl<'a> Sim<'a> {
             .traffic_rng
             .random_range(tr.object_min_bytes..=tr.object_max_bytes.max(tr.object_min_bytes));
         let replicas = self.traffic_rng.random_range(1..=tr.max_replicas.max(1));
-        if self.w.stalled(t) {
+        if self.w.master_paused(t) {
             return;
         }
         self.clock.set_ms(t);
         let id = self.next_key;
         self.next_key += 1;
-        let key = key_name(id);
         self.m.puts += 1;
-        match self.master.put(&key, size, replicas) {
-            Ok(descs) => {
-                let _ = self.master.put_end(&key);
-                let owners = self.owners(&descs);
-                if self.any_unreachable(&owners, t) {
-                    self.m.puts_unreachable += 1;
-                }
-                for &o in &owners {
-                    self.clients[o as usize].keys.insert(id);
-                }
-                self.key_owners.insert(id, owners);
-                self.pool.push_back(id);
-                self.trim();
-            }
-            Err(_) => self.m.puts_failed += 1,
+        if self.store(id, size, replicas, t) {
+            self.pool.push_back(id);
+            self.trim();
+        } else {
+            self.m.puts_failed += 1;
         }
+    }
+
+    /// Put + PutEnd of key `id`; records where its replicas went. `false` when refused.
+    fn store(&mut self, id: u64, size: u64, replicas: usize, t: u64) -> bool {
+        let key = key_name(id);
+        let Ok(descs) = self.master.put(&key, size, replicas) else {
+            return false;
+        };
+        let _ = self.master.put_end(&key);
+        let owners = self.owners(&descs);
+        if self.any_unreachable(&owners, t) {
+            self.m.puts_unreachable += 1;
+        }
+        for &o in &owners {
+            self.clients[o as usize].keys.insert(id);
+        }
+        self.keys.insert(id, Key { size, replicas, owners });
+        true
     }
 
     /// The application's own eviction: beyond `max_objects`, the oldest key is removed.
@@ -405,7 +530,7 @@ impl<'a> Sim<'a> {
         while self.pool.len() > self.traffic.max_objects {
             let Some(id) = self.pool.pop_front() else { break };
             let _ = self.master.remove(&key_name(id));
-            for o in self.key_owners.remove(&id).unwrap_or_default() {
+            for o in self.keys.remove(&id).map(|k| k.owners).unwrap_or_default() {
                 self.clients[o as usize].keys.remove(&id);
             }
         }
@@ -414,150 +539,45 @@ impl<'a> Sim<'a> {
     fn on_get(&mut self, t: u64) {
         self.schedule_get();
         let u: f64 = self.traffic_rng.random();
-        if self.w.stalled(t) || self.pool.is_empty() {
+        if self.w.master_paused(t) || self.pool.is_empty() {
             return;
         }
         let n = self.pool.len();
         let id = self.pool[((u * n as f64) as usize).min(n - 1)];
         self.clock.set_ms(t);
         self.m.gets += 1;
-        match self.master.get(&key_name(id)) {
+        let incident = self.w.in_incident(t);
+        self.m.incident_gets += u64::from(incident);
+        let missed = match self.master.get(&key_name(id)) {
             Ok(descs) => {
                 if self.any_unreachable(&self.owners(&descs), t) {
                     self.m.gets_unreachable += 1;
                 }
+                false
             }
-            Err(MasterError::ReplicaIsNotReady) => self.m.gets_not_ready += 1,
-            Err(MasterError::ObjectNotFound) => self.m.gets_not_found += 1,
-            Err(_) => self.m.gets_other += 1,
-        }
-    }
-
-    fn drain(&mut self) {
-        for ev in self.master.take_events() {
-            match ev {
-                MasterEvent::Transition(tr) => self.on_transition(tr),
-                MasterEvent::StallDetected { ms, .. } => {
-                    self.m.stalls += 1;
-                    self.m.stall_ms += ms;
-                }
-                MasterEvent::MassSuspicionBrake { engaged, .. } => self.m.brake_engagements += u64::from(engaged),
-                MasterEvent::OffboardingRetry { .. } => self.m.retries += 1,
-                MasterEvent::Offboarded { client, at_ms, .. } => self.on_offboarded(self.index_of(client), at_ms),
+            Err(MasterError::ReplicaIsNotReady) => {
+                self.m.gets_not_ready += 1;
+                true
             }
-        }
-    }
-
-    /// The detection record of crashed client `i`, if it had crashed by `t`.
-    fn crash_entry(&mut self, i: usize, t: u64) -> Option<&mut CrashDetection> {
-        let crash_ms = self.truth()?.crash_ms[i].filter(|c| *c <= t)?;
-        let name = &self.w.names[i];
-        Some(self.crash.entry(i).or_insert_with(|| CrashDetection {
-            client: name.clone(),
-            crash_ms,
-            last_ping_ms: 0,
-            suspected_ms: None,
-            offline_ms: None,
-        }))
-    }
-
-    fn on_transition(&mut self, tr: Transition) {
-        let (i, t) = (self.index_of(tr.client), tr.at_ms);
-        match (tr.from, tr.to) {
-            (LivenessState::Active, LivenessState::Suspected) => {
-                self.m.suspicions += 1;
-                self.clients[i].suspected_since = Some(t);
-                if let Some(d) = self.crash_entry(i, t) {
-                    d.suspected_ms.get_or_insert(t);
-                }
+            Err(MasterError::ObjectNotFound) => {
+                self.m.gets_not_found += 1;
+                self.recompute(id, t);
+                true
             }
-            (LivenessState::Suspected, LivenessState::Active) => {
-                self.m.recoveries += 1;
-                self.close_suspicion(i, t);
+            Err(_) => {
+                self.m.gets_other += 1;
+                true
             }
-            (_, LivenessState::Offline) => {
-                self.m.offline_commits += 1;
-                self.close_suspicion(i, t);
-                self.clients[i].offboarded = true;
-                self.m.offboarded_clients.insert(i as u32);
-                self.classify_offline(i, t);
-            }
-            _ => {}
-        }
-    }
-
-    fn classify_offline(&mut self, i: usize, t: u64) {
-        let Some(truth) = self.truth() else { return };
-        if truth.crashed(i, t) {
-            if let Some(d) = self.crash_entry(i, t) {
-                d.offline_ms.get_or_insert(t);
-            }
-            return;
-        }
-        self.m.false_offboards += 1;
-        self.m.false_clients.insert(i as u32);
-        let cause = truth.cause(i, self.clients[i].last_heard_ms, t, self.w.stall);
-        let slot = match cause {
-            Cause::Stall => 0,
-            Cause::Pause => 1,
-            Cause::Partition => 2,
-            Cause::Other => 3,
         };
-        self.m.false_by_cause[slot] += 1;
+        self.m.incident_misses += u64::from(incident && missed);
     }
 
-    /// Ends client `i`'s Suspected interval at `t`, split into time alive and time dead.
-    fn close_suspicion(&mut self, i: usize, t: u64) {
-        let Some(s) = self.clients[i].suspected_since.take() else {
-            return;
-        };
-        let crash = self.truth().and_then(|g| g.crash_ms[i]).unwrap_or(u64::MAX);
-        let dead = t.saturating_sub(s.max(crash));
-        self.m.suspected_ms_dead += dead;
-        self.m.suspected_ms_alive += t.saturating_sub(s) - dead;
-    }
-
-    /// Offboarding of client `i`'s incarnation completed: which of its keys went with it?
-    fn on_offboarded(&mut self, i: usize, t: u64) {
-        self.m.offboarded += 1;
-        for id in std::mem::take(&mut self.clients[i].keys) {
-            if !self.master.objects().contains_key(&key_name(id)) {
-                self.lose(id, t);
-            }
+    /// A miss on a key that is gone: the cache recomputes it and puts it again.
+    fn recompute(&mut self, id: u64, t: u64) {
+        let Some(k) = self.keys.get(&id) else { return };
+        let (size, replicas) = (k.size, k.replicas);
+        if self.store(id, size, replicas, t) {
+            self.m.reputs += 1;
         }
-    }
-
-    fn lose(&mut self, id: u64, t: u64) {
-        let owners = self.key_owners.remove(&id).unwrap_or_default();
-        for &o in &owners {
-            self.clients[o as usize].keys.remove(&id);
-        }
-        self.m.lost_total += 1;
-        if let Some(g) = self.truth() {
-            if owners.iter().any(|&o| !g.crashed(o as usize, t)) {
-                self.m.lost_false += 1;
-            } else {
-                self.m.lost_crash += 1;
-            }
-        }
-    }
-
-    fn finish(mut self) -> Metrics {
-        let end = self.w.duration_ms;
-        for i in 0..self.clients.len() {
-            self.close_suspicion(i, end);
-            if self.truth().is_some_and(|g| g.crash_ms[i].is_some()) {
-                let last = self.clients[i].last_heard_ms;
-                if let Some(d) = self.crash_entry(i, u64::MAX) {
-                    d.last_ping_ms = last;
-                    // Suspected before it died (e.g. during a mass suspicion): detected at once.
-                    if d.offline_ms.is_some() && d.suspected_ms.is_none() {
-                        d.suspected_ms = Some(d.crash_ms);
-                    }
-                }
-            }
-        }
-        self.m.crashes = std::mem::take(&mut self.crash).into_values().collect();
-        self.m
     }
 }

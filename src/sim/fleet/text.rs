@@ -1,7 +1,7 @@
 //! The human-readable forms of the reports: the terminal table, Markdown, and the takeaways.
 
 use super::policy::Policy;
-use super::report::{Latency, PolicyReport, SimReport, SweepReport};
+use super::report::{FalseOffboardCauses, Latency, PolicyReport, SimReport, SweepReport};
 use super::workload::secs;
 use std::fmt::Write as _;
 
@@ -40,20 +40,45 @@ fn pct(part: u64, whole: u64) -> String {
     format!("{} ({})", int(part), share(part, whole))
 }
 
+/// The stall kinds that silenced a policy's falsely offboarded clients, largest first.
+fn causes(c: &FalseOffboardCauses) -> String {
+    let mut v = [
+        (c.heartbeat_blocked, "heartbeat_blocked"),
+        (c.client_pause, "client_pause"),
+        (c.partition, "partition"),
+        (c.master_pause, "master_pause"),
+        (c.other, "lost pings"),
+    ];
+    v.sort_by_key(|x| std::cmp::Reverse(x.0));
+    let parts: Vec<String> = v
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, k)| format!("{} by {k}", int(*n)))
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// Legacy against the best RFC policy: who was offboarded, what was lost.
 fn why(l: &PolicyReport, b: &PolicyReport) -> String {
     match (l.healthy_falsely_offboarded, b.healthy_falsely_offboarded) {
         (Some(lf), Some(bf)) => format!(
-            "Why it matters: {} offboarded {} healthy clients ({} of them only because the master stalled), losing {} objects and failing {} of Gets; {} offboarded {}, lost {} and failed {}.",
+            "Why it matters: {} offboarded {} healthy clients ({}), losing {} objects; {} of its Gets missed ({} inside incident windows). {} offboarded {} ({}), lost {} and missed {} ({}).",
             l.policy,
             int(lf),
-            int(l.false_offboard_causes.map_or(0, |c| c.master_stall)),
+            l.false_offboard_causes.map_or_else(|| "n/a".into(), |c| causes(&c)),
             opt(l.objects_lost_to_false_offboarding),
-            share(l.gets_failed, l.gets),
+            share(l.get_misses, l.gets),
+            share(l.incident_misses, l.incident_gets),
             b.policy,
             int(bf),
+            b.false_offboard_causes.map_or_else(|| "n/a".into(), |c| causes(&c)),
             opt(b.objects_lost_to_false_offboarding),
-            share(b.gets_failed, b.gets),
+            share(b.get_misses, b.gets),
+            share(b.incident_misses, b.incident_gets),
         ),
         _ => format!(
             "Why it matters: {} offboarded {} clients that pinged again later (they were alive); {} offboarded {}.",
@@ -63,6 +88,21 @@ fn why(l: &PolicyReport, b: &PolicyReport) -> String {
             int(b.offboarded_then_heard_again)
         ),
     }
+}
+
+/// Legacy at rfc's total silence budget against rfc: who keeps getting traffic while silent.
+fn equal_budget(l: &PolicyReport, r: &PolicyReport) -> Option<String> {
+    Some(format!(
+        "At equal tolerance ({} s of silence): {} routed {} Gets to an owner that could not answer (it serves a silent client until it expires) and offboarded {} healthy clients; {} routed {} (a silent client stops serving after {} s) and offboarded {}.",
+        sec(l.active_ttl_s),
+        l.policy,
+        pct(l.gets_to_unreachable?, l.gets),
+        int(l.healthy_falsely_offboarded?),
+        r.policy,
+        pct(r.gets_to_unreachable?, r.gets),
+        sec(r.active_ttl_s),
+        int(r.healthy_falsely_offboarded?),
+    ))
 }
 
 /// What the recovery window costs: slower crash detection, dead resources held.
@@ -140,37 +180,58 @@ impl SimReport {
             r
         };
         let onoff = |b: bool| if b { "on" } else { "off" };
+        let legacy = |p: &PolicyReport| p.policy.is_legacy();
+        let cause = |label: &str, f: fn(&FalseOffboardCauses) -> u64| {
+            row(label, &move |p: &PolicyReport| {
+                p.false_offboard_causes.map_or_else(|| "n/a".into(), |c| int(f(&c)))
+            })
+        };
         let mut rows = vec![
-            row("TTL active + suspicion", &|p| {
-                format!("{} + {} s", sec(p.active_ttl_s), sec(p.suspicion_ttl_s))
+            row("TTL", &|p| {
+                if legacy(p) {
+                    format!("client_ttl {} s", sec(p.active_ttl_s))
+                } else {
+                    format!("{} + {} s", sec(p.active_ttl_s), sec(p.suspicion_ttl_s))
+                }
             }),
             row("stall brake / mass-suspicion brake", &|p| {
-                format!("{} / {}", onoff(p.stall_brake), onoff(p.mass_suspicion_brake))
+                if legacy(p) {
+                    "- / -".into()
+                } else {
+                    format!("{} / {}", onoff(p.stall_brake), onoff(p.mass_suspicion_brake))
+                }
             }),
             row("Healthy clients falsely offboarded", &|p| {
                 opt(p.healthy_falsely_offboarded)
             }),
-            row("  by stall / pause / partition / other", &|p| {
-                p.false_offboard_causes.map_or_else(
-                    || "n/a".into(),
-                    |c| {
-                        let v = [c.master_stall, c.pause, c.partition, c.other].map(int);
-                        v.join(" / ")
-                    },
-                )
-            }),
+            cause("  by client_pause", |c| c.client_pause),
+            cause("  by partition", |c| c.partition),
+            cause("  by master_pause", |c| c.master_pause),
+            cause("  by heartbeat_blocked", |c| c.heartbeat_blocked),
+            cause("  by lost pings only", |c| c.other),
             row("Objects lost to false offboarding", &|p| {
                 opt(p.objects_lost_to_false_offboarding)
+            }),
+            row("  + when jobs pending at the end finish", &|p| {
+                format!(
+                    "{} ({} jobs)",
+                    opt(p.objects_pending_loss_false),
+                    int(p.offboarding_jobs_pending_at_end)
+                )
             }),
             row("Objects lost with crashed clients", &|p| {
                 opt(p.objects_lost_with_crashed_clients)
             }),
-            row("Gets failed (NOT_READY, NOT_FOUND)", &|p| pct(p.gets_failed, p.gets)),
+            row("Get misses, overall", &|p| pct(p.get_misses, p.gets)),
+            row("Get misses, incident windows", &|p| {
+                pct(p.incident_misses, p.incident_gets)
+            }),
+            row("Objects recomputed after a miss", &|p| int(p.reputs)),
             row("Gets routed to an unreachable owner", &|p| {
                 p.gets_to_unreachable.map_or_else(|| "n/a".into(), |v| pct(v, p.gets))
             }),
             row(
-                "Real crashes detected (Offline)",
+                "crash: detected (Offline / expired)",
                 &|p| match (p.crashes_offline, p.crashes) {
                     (Some(d), Some(n)) => format!("{d} / {n}"),
                     _ => "n/a".into(),
@@ -188,12 +249,16 @@ impl SimReport {
             row("Suspicions / suspected then recovered", &|p| {
                 format!("{} / {}", int(p.suspicions), int(p.suspected_then_recovered))
             }),
-            row("Master stalls credited", &|p| {
-                if p.stalls_credited == 0 {
+            row("Brakes fired: stall (credited) / mass", &|p| {
+                if legacy(p) {
+                    return "- / -".into();
+                }
+                let stall = if p.stalls_credited == 0 {
                     "0".into()
                 } else {
                     format!("{} ({} s)", p.stalls_credited, sec(p.stall_credit_s))
-                }
+                };
+                format!("{stall} / {}", p.mass_suspicion_brake_engagements)
             }),
         ];
         if self.mode == "heartbeats" {
@@ -211,7 +276,13 @@ impl SimReport {
 
     fn scenario_lines(&self) -> Vec<String> {
         let mut out = vec![format!(
-            "{} clients, {} s simulated, seed {}; every policy sees the same trouble and traffic",
+            "scenario {}{}: {} clients, {} s simulated, seed {}; every policy sees the same trouble and traffic",
+            self.scenario,
+            if self.scenario == "stress" {
+                " (a stress test: every stall kind at once)"
+            } else {
+                ""
+            },
             int(self.clients as u64),
             sec(self.duration_s),
             self.seed
@@ -226,7 +297,7 @@ impl SimReport {
                 .map(|p| format!("{} clients for {} s at {} s", p.clients, sec(p.duration_s), sec(p.at_s)))
                 .collect();
             out.push(format!(
-                "pauses: {} (median {} s, p99 {} s, max {} s; {} of 9 s or more)",
+                "client_pause: {} (median {} s, p99 {} s, max {} s; {} of 9 s or more)",
                 int(w.pauses as u64),
                 sec(w.pause_median_s),
                 sec(w.pause_p99_s),
@@ -234,19 +305,44 @@ impl SimReport {
                 w.pauses_over_9s
             ));
             out.push(format!(
-                "partitions: {}",
+                "partition: {}",
                 if parts.is_empty() {
                     "none".into()
                 } else {
                     parts.join("; ")
                 }
             ));
+            let spans = |v: &[super::workload::StallEvent]| {
+                if v.is_empty() {
+                    return "none".to_string();
+                }
+                let parts: Vec<String> = v
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{} s at {} s ({} clients)",
+                            sec(e.duration_s),
+                            sec(e.at_s),
+                            int(e.clients as u64)
+                        )
+                    })
+                    .collect();
+                parts.join("; ")
+            };
             out.push(format!(
-                "master stall: {}; crashes: {}",
-                w.stall.map_or_else(
-                    || "none".into(),
-                    |st| format!("{} s at {} s", sec(st.duration_s), sec(st.at_s))
-                ),
+                "master_pause: {}{}",
+                spans(&w.master_pauses),
+                if w.master_pauses.is_empty() {
+                    ""
+                } else if w.master_pause_ticks_first {
+                    " (on resume the monitor checks before the buffered pings)"
+                } else {
+                    " (on resume the buffered pings are applied first, as observed)"
+                }
+            ));
+            out.push(format!(
+                "heartbeat_blocked: {}; crash: {}",
+                spans(&w.heartbeat_blocks),
                 w.crashes.len()
             ));
         }
@@ -275,16 +371,25 @@ impl SimReport {
                 out.push(price);
             }
         }
+        if let (Some(l), Some(r)) = (self.find(Policy::Legacy30), best) {
+            out.extend(equal_budget(l, r));
+        }
+        if let Some(b) = self.find(Policy::RfcBrakes) {
+            out.push(format!(
+                "Which brake fired under {}: the stall brake {} time(s) (it sees only a late monitor tick: a whole-master pause, not a blocked Ping path); the mass-suspicion brake engaged {} time(s) (it holds Offline commits while more than half the fleet is Suspected).",
+                b.policy, b.stalls_credited, b.mass_suspicion_brake_engagements
+            ));
+        }
         if let (Some(r), Some(b)) = (self.find(Policy::Rfc), self.find(Policy::RfcBrakes)) {
             out.push(format!(
-                "The brakes: {} had {} suspicions, {} failed Gets and {} clients offboarded; {} had {}, {} and {}.",
+                "The brakes: {} had {} suspicions, {} Get misses and {} clients offboarded; {} had {}, {} and {}.",
                 r.policy,
                 int(r.suspicions),
-                int(r.gets_failed),
+                int(r.get_misses),
                 int(r.offboarded_clients),
                 b.policy,
                 int(b.suspicions),
-                int(b.gets_failed),
+                int(b.get_misses),
                 int(b.offboarded_clients)
             ));
         }
@@ -374,7 +479,7 @@ impl SweepReport {
             "active + suspicion",
             "false offboards",
             "objects lost",
-            "Gets failed",
+            "Get misses",
             "Gets unreachable",
             "crash->Suspected",
             "crash->Offline",
@@ -391,7 +496,7 @@ impl SweepReport {
                     opt(c.healthy_falsely_offboarded),
                     c.objects_lost_to_false_offboarding
                         .map_or_else(|| int(c.objects_lost), int),
-                    int(c.gets_failed),
+                    int(c.get_misses),
                     opt(c.gets_to_unreachable),
                     latency(c.crash_to_suspected),
                     latency(c.crash_to_offline),

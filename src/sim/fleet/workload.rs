@@ -1,5 +1,6 @@
 //! The trouble schedule and the ground truth, drawn from the seed before any policy runs, so
-//! every policy sees exactly the same fleet, the same pauses, partitions, stall and crashes.
+//! every policy sees exactly the same fleet and the same stalls of every kind: client pauses,
+//! partitions, master pauses, heartbeat blocks and crashes.
 //!
 //! Random streams (all `ChaCha8Rng::seed_from_u64(seed)` on their own stream number):
 //! [`STREAM_TROUBLE`] here, [`STREAM_PINGS`] for per-ping jitter and loss, [`STREAM_TRAFFIC`]
@@ -7,6 +8,7 @@
 //! the master answers, so the policies differ only in what the master decides.
 
 use super::heartbeats::HeartbeatEvent;
+pub use super::scenario::Trouble;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -19,76 +21,6 @@ pub(super) const STREAM_TROUBLE: u64 = 1;
 pub(super) const STREAM_PINGS: u64 = 2;
 /// Stream of the Put/Get traffic.
 pub(super) const STREAM_TRAFFIC: u64 = 3;
-
-/// The named, seeded distributions of trouble (see the module documentation of `fleet`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Trouble {
-    /// GC/process pauses: expected pauses per client per minute (a Poisson process over the
-    /// fleet; each pause hits a uniformly chosen client that never crashes).
-    pub pauses_per_client_per_min: f64,
-    /// Pause duration: log-normal with this median, seconds...
-    pub pause_median_s: f64,
-    /// ...and this σ of the underlying normal (heavy right tail)...
-    pub pause_sigma: f64,
-    /// ...clamped to at most this, seconds.
-    pub pause_max_s: f64,
-    /// Network partitions: how many (each at a uniform time in [15 %, 85 %] of the run).
-    pub partitions: usize,
-    /// Fraction of the fleet each partition cuts off (chosen uniformly, crash victims excluded).
-    pub partition_fraction: f64,
-    /// Partition duration: uniform in [`partition_min_s`, `partition_max_s`], seconds.
-    pub partition_min_s: f64,
-    /// Upper bound of the partition duration, seconds.
-    pub partition_max_s: f64,
-    /// Master stall length, seconds (0: none). No tick runs and no RPC is heard during it.
-    pub stall_s: f64,
-    /// When the stall starts, seconds; `None`: uniform in [35 %, 65 %] of the run.
-    pub stall_at_s: Option<f64>,
-    /// Fraction of the fleet that crashes for good (rounded, at least one when > 0), each at a
-    /// uniform time in [10 %, 55 %] of the run.
-    pub crash_fraction: f64,
-    /// Ping period, ms.
-    pub ping_period_ms: u64,
-    /// Per-ping jitter: each next ping is `period ± jitter` ms later (uniform).
-    pub ping_jitter_ms: u64,
-    /// Probability that one ping is lost on the network.
-    pub ping_loss: f64,
-}
-
-impl Default for Trouble {
-    fn default() -> Self {
-        Self {
-            pauses_per_client_per_min: 0.05,
-            pause_median_s: 0.8,
-            pause_sigma: 1.2,
-            pause_max_s: 25.0,
-            partitions: 2,
-            partition_fraction: 0.05,
-            partition_min_s: 8.0,
-            partition_max_s: 20.0,
-            stall_s: 12.0,
-            stall_at_s: None,
-            crash_fraction: 0.005,
-            ping_period_ms: 1_000,
-            ping_jitter_ms: 50,
-            ping_loss: 0.005,
-        }
-    }
-}
-
-impl Trouble {
-    /// No trouble at all (healthy fleet, no stall, no crash); a base for custom scenarios.
-    pub fn none() -> Self {
-        Self {
-            pauses_per_client_per_min: 0.0,
-            partitions: 0,
-            stall_s: 0.0,
-            crash_fraction: 0.0,
-            ping_loss: 0.0,
-            ..Self::default()
-        }
-    }
-}
 
 /// The Put/Get traffic.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -143,7 +75,23 @@ impl Interval {
     }
 }
 
-/// What really happened to each client (known only in the synthetic scenario).
+/// A heartbeat block: pings of its members sent during `span` are held until `span.end_ms`.
+#[derive(Clone, Debug)]
+pub(super) struct Block {
+    pub(super) span: Interval,
+    /// Sorted client indices whose pings it holds; `None`: every client.
+    pub(super) members: Option<Vec<u32>>,
+}
+
+impl Block {
+    fn holds(&self, client: usize) -> bool {
+        self.members
+            .as_ref()
+            .is_none_or(|m| m.binary_search(&(client as u32)).is_ok())
+    }
+}
+
+/// What really happened (known only in the synthetic scenario).
 #[derive(Clone, Debug, Default)]
 pub(super) struct GroundTruth {
     pub(super) pauses: Vec<Vec<Interval>>,
@@ -151,13 +99,21 @@ pub(super) struct GroundTruth {
     pub(super) crash_ms: Vec<Option<u64>>,
 }
 
-/// Why a client was silent.
+/// Why a client was silent: the stall kinds, and `Other` (lost pings, jitter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Cause {
-    Stall,
-    Pause,
+    ClientPause,
     Partition,
+    MasterPause,
+    HeartbeatBlocked,
     Other,
+}
+
+impl Cause {
+    /// Slot in the per-cause counters.
+    pub(super) fn slot(self) -> usize {
+        self as usize
+    }
 }
 
 impl GroundTruth {
@@ -166,26 +122,11 @@ impl GroundTruth {
         self.crash_ms[client].is_some_and(|c| c <= t)
     }
 
-    /// Can nobody reach `client` at `t` (paused, partitioned or crashed)?
+    /// Can nobody reach `client`'s data at `t` (paused, partitioned or crashed)?
     pub(super) fn unreachable(&self, client: usize, t: u64) -> bool {
         self.crashed(client, t)
             || self.pauses[client].iter().any(|i| i.contains(t))
             || self.partitions[client].iter().any(|i| i.contains(t))
-    }
-
-    /// The trouble that covers most of the silence `(from, to]` of `client`.
-    pub(super) fn cause(&self, client: usize, from: u64, to: u64, stall: Option<Interval>) -> Cause {
-        let sum = |v: &[Interval]| v.iter().map(|i| i.overlap(from, to)).sum::<u64>();
-        let candidates = [
-            (sum(&self.pauses[client]), Cause::Pause),
-            (sum(&self.partitions[client]), Cause::Partition),
-            (stall.map_or(0, |s| s.overlap(from, to)), Cause::Stall),
-        ];
-        candidates
-            .into_iter()
-            .filter(|(ms, _)| *ms > 0)
-            .max_by_key(|(ms, _)| *ms)
-            .map_or(Cause::Other, |(_, c)| c)
     }
 }
 
@@ -200,13 +141,15 @@ pub struct PartitionEvent {
     pub duration_s: f64,
 }
 
-/// The master stall as the report shows it.
+/// A master pause or a heartbeat block as the report shows it.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct StallEvent {
     /// Start, seconds.
     pub at_s: f64,
     /// Duration, seconds.
     pub duration_s: f64,
+    /// Clients whose pings it held.
+    pub clients: usize,
 }
 
 /// A crash as the report shows it.
@@ -221,7 +164,7 @@ pub struct CrashEvent {
 /// The drawn trouble, summarized.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct WorkloadSummary {
-    /// GC/process pauses drawn.
+    /// Client pauses drawn.
     pub pauses: usize,
     /// Median pause, seconds.
     pub pause_median_s: f64,
@@ -233,11 +176,18 @@ pub struct WorkloadSummary {
     pub pauses_over_9s: usize,
     /// Partitions.
     pub partitions: Vec<PartitionEvent>,
-    /// The master stall, if any.
-    pub stall: Option<StallEvent>,
+    /// Master pauses (whole process stopped).
+    pub master_pauses: Vec<StallEvent>,
+    /// Whether the monitor's first check beat the buffered pings on resume.
+    pub master_pause_ticks_first: bool,
+    /// Heartbeat blocks (Ping path blocked, monitor on time).
+    pub heartbeat_blocks: Vec<StallEvent>,
     /// Crashes, by time.
     pub crashes: Vec<CrashEvent>,
 }
+
+/// How long after a fleet-wide event its incident window lasts (recovery, re-puts), ms.
+pub(super) const INCIDENT_TAIL_MS: u64 = 30_000;
 
 /// Everything a run needs that does not depend on the policy.
 #[derive(Clone, Debug)]
@@ -246,7 +196,15 @@ pub(super) struct Workload {
     pub(super) duration_ms: u64,
     /// `None` in heartbeat mode: nobody knows what really happened.
     pub(super) truth: Option<GroundTruth>,
-    pub(super) stall: Option<Interval>,
+    /// Whole-master pauses, sorted.
+    pub(super) master_pauses: Vec<Interval>,
+    /// The monitor's first check runs before the buffered pings on resume.
+    pub(super) ticks_first: bool,
+    /// Heartbeat blocks, sorted by start.
+    pub(super) blocks: Vec<Block>,
+    /// Fleet-wide incidents (partitions, master pauses, heartbeat blocks), each extended by
+    /// [`INCIDENT_TAIL_MS`]: where the incident-window miss rate is measured.
+    pub(super) incidents: Vec<Interval>,
     /// Phase of each client's first ping, ms (synthetic mode).
     pub(super) phase_ms: Vec<u64>,
     /// Heartbeat mode: (time, client) sorted by time.
@@ -277,6 +235,42 @@ pub(super) fn client_name(i: usize) -> String {
     format!("c{i:04}")
 }
 
+/// `count` spans: the first at `first_at_s` if given, the others uniform in `[lo %, hi %]` of
+/// the run; durations uniform in `[min_s, max_s]`. Sorted by start.
+fn draw_spans(
+    r: &mut ChaCha8Rng,
+    count: usize,
+    duration_ms: u64,
+    (lo, hi): (u64, u64),
+    (min_s, max_s): (f64, f64),
+    first_at_s: Option<f64>,
+) -> Vec<Interval> {
+    let mut out: Vec<Interval> = (0..count)
+        .map(|k| {
+            let drawn = r.random_range(duration_ms * lo / 100..=duration_ms * hi / 100);
+            let start = match (k, first_at_s) {
+                (0, Some(at)) => ms(at),
+                _ => drawn,
+            };
+            let d = r.random_range(ms(min_s)..=ms(max_s.max(min_s)));
+            Interval {
+                start_ms: start,
+                end_ms: start + d,
+            }
+        })
+        .collect();
+    out.sort_by_key(|i| i.start_ms);
+    out
+}
+
+fn stall_event(i: &Interval, clients: usize) -> StallEvent {
+    StallEvent {
+        at_s: secs(i.start_ms),
+        duration_s: secs(i.end_ms - i.start_ms),
+        clients,
+    }
+}
+
 impl Workload {
     /// The synthetic scenario: `clients` clients for `duration_s`, trouble drawn from `seed`.
     pub(super) fn synthetic(clients: usize, duration_s: u64, seed: u64, t: &Trouble) -> Self {
@@ -295,25 +289,57 @@ impl Workload {
         let crashed = draw_crashes(&mut r, &mut truth, &names, duration_ms, t, &mut summary);
         let survivors: Vec<usize> = (0..clients).filter(|i| !crashed.contains(i)).collect();
         draw_pauses(&mut r, &mut truth, &survivors, duration_ms, t, &mut summary);
-        draw_partitions(&mut r, &mut truth, &survivors, duration_ms, t, &mut summary);
-        let stall = (t.stall_s > 0.0).then(|| {
-            let start = t
-                .stall_at_s
-                .map_or_else(|| r.random_range(duration_ms * 35 / 100..=duration_ms * 65 / 100), ms);
-            Interval {
-                start_ms: start,
-                end_ms: start + ms(t.stall_s),
-            }
-        });
-        summary.stall = stall.map(|s| StallEvent {
-            at_s: secs(s.start_ms),
-            duration_s: secs(s.end_ms - s.start_ms),
-        });
+        let mut incidents = draw_partitions(&mut r, &mut truth, &survivors, duration_ms, t, &mut summary);
+        let master_pauses = draw_spans(
+            &mut r,
+            t.master_pauses,
+            duration_ms,
+            (35, 65),
+            (t.master_pause_min_s, t.master_pause_max_s),
+            t.master_pause_at_s,
+        );
+        summary.master_pauses = master_pauses.iter().map(|i| stall_event(i, clients)).collect();
+        summary.master_pause_ticks_first = t.master_pause_ticks_first;
+        let spans = draw_spans(
+            &mut r,
+            t.heartbeat_blocks,
+            duration_ms,
+            (20, 80),
+            (t.heartbeat_block_min_s, t.heartbeat_block_max_s),
+            t.heartbeat_block_at_s,
+        );
+        let k = ((clients as f64 * t.heartbeat_block_fraction).round() as usize).min(clients);
+        let blocks: Vec<Block> = spans
+            .into_iter()
+            .map(|span| {
+                let members = (k < clients).then(|| {
+                    let mut all: Vec<u32> = (0..clients as u32).collect();
+                    let (m, _) = all.partial_shuffle(&mut r, k);
+                    let mut m = m.to_vec();
+                    m.sort_unstable();
+                    m
+                });
+                Block { span, members }
+            })
+            .collect();
+        summary.heartbeat_blocks = blocks.iter().map(|b| stall_event(&b.span, k)).collect();
+        incidents.extend(master_pauses.iter().copied());
+        incidents.extend(blocks.iter().map(|b| b.span));
+        let incidents = incidents
+            .into_iter()
+            .map(|i| Interval {
+                start_ms: i.start_ms,
+                end_ms: i.end_ms + INCIDENT_TAIL_MS,
+            })
+            .collect();
         Self {
             names,
             duration_ms,
             truth: Some(truth),
-            stall,
+            master_pauses,
+            ticks_first: t.master_pause_ticks_first,
+            blocks,
+            incidents,
             phase_ms,
             log: None,
             summary,
@@ -340,15 +366,56 @@ impl Workload {
             names,
             duration_ms: t1 - t0 + 1_000,
             truth: None,
-            stall: None,
+            master_pauses: Vec::new(),
+            ticks_first: false,
+            blocks: Vec::new(),
+            incidents: Vec::new(),
             log: Some(log),
             summary: WorkloadSummary::default(),
         }
     }
 
-    /// Is the master stalled at `t`?
-    pub(super) fn stalled(&self, t: u64) -> bool {
-        self.stall.is_some_and(|s| s.contains(t))
+    /// The master pause covering `t`, if any.
+    pub(super) fn master_pause(&self, t: u64) -> Option<Interval> {
+        self.master_pauses.iter().copied().find(|s| s.contains(t))
+    }
+
+    /// Is the master process stopped at `t`?
+    pub(super) fn master_paused(&self, t: u64) -> bool {
+        self.master_pause(t).is_some()
+    }
+
+    /// The index of the heartbeat block holding `client`'s pings at `t`, if any.
+    pub(super) fn block(&self, client: usize, t: u64) -> Option<usize> {
+        self.blocks.iter().position(|b| b.span.contains(t) && b.holds(client))
+    }
+
+    /// Is `t` inside a fleet-wide incident window?
+    pub(super) fn in_incident(&self, t: u64) -> bool {
+        self.incidents.iter().any(|i| i.contains(t))
+    }
+
+    /// The trouble that covers most of `client`'s silence `(from, to]`.
+    pub(super) fn cause(&self, client: usize, from: u64, to: u64) -> Cause {
+        let Some(g) = &self.truth else { return Cause::Other };
+        let sum = |v: &[Interval]| v.iter().map(|i| i.overlap(from, to)).sum::<u64>();
+        let blocked: u64 = self
+            .blocks
+            .iter()
+            .filter(|b| b.holds(client))
+            .map(|b| b.span.overlap(from, to))
+            .sum();
+        let candidates = [
+            (sum(&g.pauses[client]), Cause::ClientPause),
+            (sum(&g.partitions[client]), Cause::Partition),
+            (sum(&self.master_pauses), Cause::MasterPause),
+            (blocked, Cause::HeartbeatBlocked),
+        ];
+        candidates
+            .into_iter()
+            .filter(|(ms, _)| *ms > 0)
+            .max_by_key(|(ms, _)| *ms)
+            .map_or(Cause::Other, |(_, c)| c)
     }
 }
 
@@ -428,13 +495,18 @@ fn draw_partitions(
     duration_ms: u64,
     t: &Trouble,
     summary: &mut WorkloadSummary,
-) {
+) -> Vec<Interval> {
     let k = ((survivors.len() as f64 * t.partition_fraction).round() as usize).min(survivors.len());
     let mut events = Vec::new();
+    let mut spans = Vec::new();
     for _ in 0..t.partitions {
         let start = r.random_range(duration_ms * 15 / 100..=duration_ms * 85 / 100);
         let (lo, hi) = (ms(t.partition_min_s), ms(t.partition_max_s.max(t.partition_min_s)));
         let d = r.random_range(lo..=hi);
+        spans.push(Interval {
+            start_ms: start,
+            end_ms: start + d,
+        });
         let mut pool = survivors.to_vec();
         let (cut, _) = pool.partial_shuffle(r, k);
         for &c in cut.iter() {
@@ -451,6 +523,7 @@ fn draw_partitions(
     }
     events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     summary.partitions = events;
+    spans
 }
 
 /// Nearest-rank percentile of sorted values (`q` in [0, 1]); 0 when empty.
