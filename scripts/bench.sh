@@ -24,7 +24,7 @@ if [[ "${BENCH_SKIP_RUN:-0}" != "1" ]]; then
     for suite in ${BENCH_SUITES:-hot_path master queue}; do
         echo "==> cargo bench --bench $suite -- --quick --noplot $*"
         # pipefail: a failing build or a panicking bench still stops the script with its status.
-        cargo bench --bench "$suite" -- --quick --noplot "$@" 2>&1 | tee -a "$log"
+        cargo bench --locked --bench "$suite" -- --quick --noplot "$@" 2>&1 | tee -a "$log"
     done
 else
     start_epoch=0

@@ -18,19 +18,19 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy --all-targets --features fuzzing -D warnings"
-cargo clippy --all-targets --features fuzzing -- -D warnings
+cargo clippy --locked --all-targets --features fuzzing -- -D warnings
 
 step "rustdoc without warnings (broken or private links)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features fuzzing --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features fuzzing --quiet
 
 step "unit, integration, doc and fuzz-smoke tests"
-cargo test --features fuzzing
+cargo test --locked --features fuzzing
 
 step "the full simulate scenario (release): the qualitative story of the main job"
-cargo test --release --test sim_simulate -- --ignored
+cargo test --locked --release --test sim_simulate -- --ignored
 
 step "fuzz crate builds"
-(cd fuzz && cargo check --quiet)
+(cd fuzz && cargo check --locked --quiet)
 
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
 scripts/loom.sh
