@@ -13,6 +13,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 root="$(pwd)"
 crit="${CARGO_TARGET_DIR:-$root/target}/criterion"
 log="$crit/bench.log"

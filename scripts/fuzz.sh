@@ -11,6 +11,7 @@
 #                                                    # the executions of all are summed
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 secs=${1:-60}
 shift || true
 jobs=${FUZZ_JOBS:-1}

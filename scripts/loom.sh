@@ -36,6 +36,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 
 export RUSTFLAGS="--cfg loom -C debug-assertions=on"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
