@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (the README's promise; .ci/run calls it).
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
-# (with the fuzz smoke test, feature `fuzzing`), the full simulate scenario in release, a build
-# check of the fuzz crate, and the loom models in their own target dir.
+# (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
+# model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the full
+# simulate scenario in release, a build check of the fuzz crate, and the loom models in their
+# own target dir.
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features fuzzing --qui
 
 step "unit, integration, doc and fuzz-smoke tests"
 cargo test --locked --features fuzzing
+
+step "the invariant map cites only tests, loom models, fuzz targets and paths that exist"
+cargo test --locked --features fuzzing -- --list --format terse >target/test-list.txt 2>&1
+python3 scripts/check_invariant_map.py target/test-list.txt
 
 step "the full simulate scenario (release): the qualitative story of the main job"
 cargo test --locked --release --test sim_simulate -- --ignored
