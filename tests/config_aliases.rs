@@ -2,8 +2,7 @@
 //! example files, reload, and parser robustness.
 
 use mooncake_liveness::config::{
-    fuzz_config_parse, resolve, CliOverrides, ConfigError, ConfigHandle, LivenessConfig, OffboardingMode, RawConfig,
-    Resolved,
+    resolve, CliOverrides, ConfigError, ConfigHandle, LivenessConfig, OffboardingMode, RawConfig, Resolved,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -810,6 +809,26 @@ fn readers_never_see_a_torn_config() {
         r.join().unwrap();
     }
     assert_eq!(handle.load().active_ttl_ms, 199_000);
+}
+
+/// The `config_parse` fuzz body's path through the public API (the body itself,
+/// `fuzzing::config_parse`, is smoke-run by `tests/fuzz_smoke.rs`): bytes → UTF-8 → JSON and
+/// YAML → resolve as the file and as the command line. Must never panic.
+fn fuzz_config_parse(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    for raw in [RawConfig::from_json_str(text), RawConfig::from_yaml_str(text)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = resolve(Some(&raw), &CliOverrides::default());
+        let on_cli = CliOverrides {
+            other: raw,
+            ..CliOverrides::default()
+        };
+        let _ = resolve(None, &on_cli);
+    }
 }
 
 fn any_json_leaf() -> impl Strategy<Value = Value> {
