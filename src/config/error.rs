@@ -38,7 +38,7 @@ pub enum ConfigError {
         value: String,
     },
     /// The value has the right type but is out of range: a fraction outside (0, 1], a
-    /// fractional number of milliseconds, a TTL below 1 ms or above [`MAX_DURATION_MS`], an
+    /// fractional number of milliseconds, a TTL below 1 ms or above [`MAX_DURATION_MS`](super::MAX_DURATION_MS), an
     /// unknown `offboarding_mode`. The message says which range applies.
     #[error("{key} {requirement}, got {value}")]
     InvalidValue {

@@ -38,8 +38,10 @@ use std::ops::Deref;
 /// Readers call [`load`](Self::load) (lock-free, for a short read) or
 /// [`snapshot`](Self::snapshot) (an `Arc` to keep); [`reload`](Self::reload) validates a new
 /// configuration and publishes it atomically. Readers see the old or the new configuration,
-/// never a mix. The [module documentation](self) gives the ground rules, including how the
-/// TTL cache read by [`ttls_ms`](Self::ttls_ms) stays equal to the published configuration.
+/// never a mix. Reloads are serialized by an internal lock (one writer at a time), so once
+/// reloads stop, the TTLs read by [`ttls_ms`](Self::ttls_ms) equal those of [`load`](Self::load);
+/// readers never take that lock. The ground rules at the top of `config/handle.rs` give the
+/// writers, readers and orderings in full.
 #[derive(Debug)]
 pub struct ConfigHandle {
     /// The published configuration. Written by `reload` under `reload_lock`; read by anyone.

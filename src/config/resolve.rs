@@ -25,7 +25,7 @@ pub struct Resolved {
 }
 
 /// Resolves the file (if any) and the command line into a validated [`LivenessConfig`], by the
-/// rules in the [module documentation](self).
+/// rules in the [module documentation](super#resolution).
 pub fn resolve(file: Option<&RawConfig>, cli: &CliOverrides) -> Result<Resolved, ConfigError> {
     let mut warnings = Warnings::default();
     let file = match file {

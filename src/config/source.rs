@@ -19,7 +19,7 @@ pub(super) enum RawValue {
 }
 
 /// Raw values as they appear in one source (a file, a trace's `config` object, or the command
-/// line), before resolution. Nothing is validated until [`resolve`].
+/// line), before resolution. Nothing is validated until [`resolve`](super::resolve).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RawConfig {
     pub(super) map: BTreeMap<String, RawValue>,
