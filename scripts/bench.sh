@@ -14,6 +14,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 root="$(pwd)"
 crit="${CARGO_TARGET_DIR:-$root/target}/criterion"
 log="$crit/bench.log"
@@ -25,7 +26,7 @@ if [[ "${BENCH_SKIP_RUN:-0}" != "1" ]]; then
     for suite in ${BENCH_SUITES:-hot_path master queue}; do
         echo "==> cargo bench --bench $suite -- --quick --noplot $*"
         # pipefail: a failing build or a panicking bench still stops the script with its status.
-        cargo bench --bench "$suite" -- --quick --noplot "$@" 2>&1 | tee -a "$log"
+        cargo bench --locked --bench "$suite" -- --quick --noplot "$@" 2>&1 | tee -a "$log"
     done
 else
     start_epoch=0

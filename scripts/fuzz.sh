@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target for SECONDS each (default 60) on stable, without a sanitizer
-# (`-s none`), starting from the committed seeds in fuzz/seeds/<target>/. Installs cargo-fuzz if
-# it is missing. Findings land in fuzz/artifacts/<target>/ (git-ignored); a finding that is
+# (`-s none`), starting from the committed seeds in fuzz/seeds/<target>/. Installs cargo-fuzz at
+# a pinned version if it is missing or another version, and builds against the committed
+# fuzz/Cargo.lock. Findings land in fuzz/artifacts/<target>/ (git-ignored); a finding that is
 # fixed becomes a seed. Exits 1 on a finding.
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -10,12 +11,18 @@
 #                                                    # the executions of all are summed
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 secs=${1:-60}
 shift || true
 jobs=${FUZZ_JOBS:-1}
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    cargo install cargo-fuzz --locked
+# Pinned, so a run means the same thing tomorrow (bump on purpose, with a campaign on it).
+CARGO_FUZZ_VERSION=0.13.2
+if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+    cargo install cargo-fuzz --version "=$CARGO_FUZZ_VERSION" --locked
 fi
+# cargo-fuzz has no `--locked`: check fuzz/Cargo.lock is complete and current first, so the
+# builds below cannot silently re-resolve it.
+(cd fuzz && cargo metadata --locked --format-version 1 >/dev/null)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cd fuzz && cargo fuzz list)

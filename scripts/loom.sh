@@ -36,9 +36,10 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 
 export RUSTFLAGS="--cfg loom -C debug-assertions=on"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
 
-exec cargo test --release --test 'loom_*' "$@"
+exec cargo test --locked --release --test 'loom_*' "$@"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The project's test command (the README's promise; .ci/run calls it).
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
-# (with the fuzz smoke test, feature `fuzzing`), the full simulate scenario in release, a build
-# check of the fuzz crate, the loom models in their own target dir, and the conformance harness
-# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min).
+# (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
+# model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the full
+# simulate scenario in release, a build check of the fuzz crate, the loom models in their own
+# target dir, and the conformance harness against the real mooncake_master (PyPI wheel, in a
+# network namespace of its own; ~2-3 min).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -19,19 +22,23 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy --all-targets --features fuzzing -D warnings"
-cargo clippy --all-targets --features fuzzing -- -D warnings
+cargo clippy --locked --all-targets --features fuzzing -- -D warnings
 
 step "rustdoc without warnings (broken or private links)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features fuzzing --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features fuzzing --quiet
 
 step "unit, integration, doc and fuzz-smoke tests"
-cargo test --features fuzzing
+cargo test --locked --features fuzzing
+
+step "the invariant map cites only tests, loom models, fuzz targets and paths that exist"
+cargo test --locked --features fuzzing -- --list --format terse >target/test-list.txt 2>&1
+python3 scripts/check_invariant_map.py target/test-list.txt
 
 step "the full simulate scenario (release): the qualitative story of the main job"
-cargo test --release --test sim_simulate -- --ignored
+cargo test --locked --release --test sim_simulate -- --ignored
 
 step "fuzz crate builds"
-(cd fuzz && cargo check --quiet)
+(cd fuzz && cargo check --locked --quiet)
 
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
 scripts/loom.sh

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Guarantees in five lines (details in [`docs`]):
-//! 1. Each incarnation's state is one `AtomicU64`; "may this resource serve?" is one `Acquire` load.
+//! 1. Each incarnation's state is one 64-bit atomic word; "may this resource serve?" is one `Acquire` load.
 //! 2. Ping is a lock-free registry lookup plus one CAS loop on that word; it shares no lock with data-plane work.
 //! 3. The monitor's hierarchical timer wheel costs O(entries due) per tick and commits by CAS.
 //! 4. Suspicion counts from the committed transition; master stalls are credited, never charged to clients.

@@ -10,6 +10,11 @@
 //!   deliberately unfair, so a bare spin would never let the other thread run).
 //! - Memory shared through raw pointers sits in an [`UnsafeCell`] accessed only through
 //!   `with`/`with_mut` (loom's API, mirrored on the std side), so loom checks each access.
+//! - Packed words (the liveness word) live in a typed [`Atomic<T>`]: `atomic::Atomic<T>` under
+//!   std (lock-free for the 8-byte `bytemuck::NoUninit` types we use; a const assert checks it),
+//!   and under loom a shim over loom's `AtomicU64` with the same methods, converting through
+//!   `bytemuck::cast`. A load returns the word type and a CAS takes it, so no code handles the
+//!   word as a bare integer.
 //! - Read-mostly shared values (configuration, registry shards) live in an [`ArcCell`]:
 //!   `arc_swap::ArcSwap` under std (lock-free, wait-free readers), a `loom` mutex around an `Arc`
 //!   under loom, which cannot see inside arc-swap. The protocols built on top (copy-on-write
@@ -109,6 +114,68 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// A typed atomic for packed 64-bit words: `atomic::Atomic<T>` in normal builds.
+#[cfg(not(loom))]
+pub(crate) use atomic::Atomic;
+
+/// loom stand-in for `atomic::Atomic<T>`: loom's `AtomicU64` carrying a `T` of the same size,
+/// converted with `bytemuck::cast` (so `T` must be `Pod`: every bit pattern a valid `T`). Same
+/// method names and signatures as the subset of `atomic::Atomic` the crate uses.
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Atomic<T> {
+    bits: loom::sync::atomic::AtomicU64,
+    _type: std::marker::PhantomData<T>,
+}
+
+#[cfg(loom)]
+#[allow(dead_code)]
+impl<T: bytemuck::Pod> Atomic<T> {
+    const SAME_SIZE: () = assert!(
+        std::mem::size_of::<T>() == 8,
+        "loom's Atomic<T> shim holds 8-byte words"
+    );
+
+    pub(crate) fn new(value: T) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SAME_SIZE;
+        Self {
+            bits: loom::sync::atomic::AtomicU64::new(bytemuck::cast(value)),
+            _type: std::marker::PhantomData,
+        }
+    }
+    pub(crate) fn load(&self, order: Ordering) -> T {
+        bytemuck::cast(self.bits.load(order))
+    }
+    pub(crate) fn store(&self, value: T, order: Ordering) {
+        self.bits.store(bytemuck::cast(value), order)
+    }
+    pub(crate) fn compare_exchange(&self, current: T, new: T, success: Ordering, failure: Ordering) -> Result<T, T> {
+        self.bits
+            .compare_exchange(bytemuck::cast(current), bytemuck::cast(new), success, failure)
+            .map(bytemuck::cast)
+            .map_err(bytemuck::cast)
+    }
+    pub(crate) fn compare_exchange_weak(
+        &self,
+        current: T,
+        new: T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<T, T> {
+        self.bits
+            .compare_exchange_weak(bytemuck::cast(current), bytemuck::cast(new), success, failure)
+            .map(bytemuck::cast)
+            .map_err(bytemuck::cast)
+    }
+}
+
+// The liveness word must not fall back to a lock inside `atomic::Atomic` (it would for a size
+// or alignment no hardware atomic has): Ping's "one CAS" and the serving check's "one load"
+// depend on it.
+#[cfg(not(loom))]
+const _: () = assert!(Atomic::<crate::liveness::word::Word>::is_lock_free());
 
 /// `Arc` as used inside an [`ArcCell`]: always `std::sync::Arc` (arc-swap needs it, and the
 /// loom stand-in stores one too), so values can move between the two without conversion.

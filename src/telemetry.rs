@@ -20,9 +20,15 @@
 //!
 //! With no recorder installed every call is a no-op; the binary installs a Prometheus recorder
 //! (`--metrics`).
+//!
+//! # What this module may touch
+//!
+//! Telemetry sits below offboarding and the master: it *receives values* (counts, latencies,
+//! label strings) and imports nothing above the liveness core. The offboarding layer hands it a
+//! step's label through `From<Step> for &'static str`, so this module never names the job, its
+//! steps or the queue.
 
 use crate::liveness::{Cause, LivenessState, Transition};
-use crate::offboarding::Step;
 
 fn state_label(s: LivenessState) -> &'static str {
     match s {
@@ -75,9 +81,11 @@ pub fn job_completed(latency_ms: u64) {
     metrics::histogram!("mooncake_liveness_offboarding_job_latency_ms").record(latency_ms as f64);
 }
 
-/// A step failed and the job was scheduled for a retry.
-pub fn step_failed(step: Step) {
-    metrics::counter!("mooncake_liveness_offboarding_step_failures_total", "step" => step.as_str()).increment(1);
+/// A step failed and the job was scheduled for a retry. `step` is the step's label
+/// (`"metadata"`, `"segments"`, ...): an offboarding `Step` converts into it.
+pub fn step_failed(step: impl Into<&'static str>) {
+    let step: &'static str = step.into();
+    metrics::counter!("mooncake_liveness_offboarding_step_failures_total", "step" => step).increment(1);
     metrics::counter!("mooncake_liveness_offboarding_retries_total").increment(1);
 }
 
@@ -121,7 +129,7 @@ pub struct Stats {
     pub brake_engagements: u64,
     /// Offboarding jobs completed.
     pub jobs_completed: u64,
-    /// Failed step executions, by step (`Step::ALL` order).
+    /// Failed step executions, by step, in execution order (the offboarding `Step::ALL`).
     pub step_failures: [u64; 5],
     /// Jobs pending a retry or a token.
     pub jobs_pending: usize,

@@ -2,8 +2,7 @@
 //! example files, reload, and parser robustness.
 
 use mooncake_liveness::config::{
-    fuzz_config_parse, resolve, CliOverrides, ConfigError, ConfigHandle, LivenessConfig, OffboardingMode, RawConfig,
-    Resolved,
+    resolve, CliOverrides, ConfigError, ConfigHandle, LivenessConfig, OffboardingMode, RawConfig, Resolved,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -29,546 +28,300 @@ fn run(file_v: Option<Value>, cli: &CliOverrides) -> Result<Resolved, ConfigErro
     resolve(raw.as_ref(), cli)
 }
 
-struct Case {
-    name: &'static str,
-    file: Option<Value>,
-    cli: CliOverrides,
-    active_ms: u64,
-    suspicion_ms: u64,
-    /// One entry per expected warning: substrings that warning must contain.
-    warnings: &'static [&'static [&'static str]],
+// ---------------------------------------------------------------------------------------------
+// The data table: tests/data/config_cases.txt (hand-written cases) plus the matrices generated
+// below from KEYS (every key x source x form). Its header documents the row format.
+
+/// How a key's value is parsed, and so which wrong values it refuses and how.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Secs,
+    Ms,
+    Count,
+    Rate,
+    Fraction,
+    Bool,
+    Mode,
 }
 
-#[test]
-fn ttl_resolution_table() {
-    let none = || cli(None, None, None);
-    let cases = [
-        Case {
-            name: "defaults",
-            file: None,
-            cli: none(),
-            active_ms: 10_000,
-            suspicion_ms: 20_000,
-            warnings: &[],
-        },
-        Case {
-            name: "empty file is defaults",
-            file: Some(json!({})),
-            cli: none(),
-            active_ms: 10_000,
-            suspicion_ms: 20_000,
-            warnings: &[],
-        },
-        Case {
-            name: "file legacy only",
-            file: Some(json!({"client_live_ttl_sec": 60})),
-            cli: none(),
-            active_ms: 60_000,
-            suspicion_ms: 60_000,
-            warnings: &[],
-        },
-        Case {
-            name: "--client_ttl only",
-            file: None,
-            cli: cli(Some(60.0), None, None),
-            active_ms: 60_000,
-            suspicion_ms: 60_000,
-            warnings: &[],
-        },
-        Case {
-            name: "file canonical only",
-            file: Some(json!({"client_active_ttl_sec": 30})),
-            cli: none(),
-            active_ms: 30_000,
-            suspicion_ms: 30_000,
-            warnings: &[],
-        },
-        Case {
-            name: "--client_active_ttl_sec only",
-            file: None,
-            cli: cli(None, Some(30.0), None),
-            active_ms: 30_000,
-            suspicion_ms: 30_000,
-            warnings: &[],
-        },
-        Case {
-            name: "file suspicion only",
-            file: Some(json!({"client_suspicion_ttl_sec": 5})),
-            cli: none(),
-            active_ms: 10_000,
-            suspicion_ms: 5_000,
-            warnings: &[],
-        },
-        Case {
-            name: "--client_suspicion_ttl_sec only",
-            file: None,
-            cli: cli(None, None, Some(5.0)),
-            active_ms: 10_000,
-            suspicion_ms: 5_000,
-            warnings: &[],
-        },
-        Case {
-            name: "file canonical and legacy differ: canonical wins, warned",
-            file: Some(json!({"client_active_ttl_sec": 30, "client_live_ttl_sec": 60})),
-            cli: none(),
-            active_ms: 30_000,
-            suspicion_ms: 30_000,
-            warnings: &[&["client_active_ttl_sec=30", "client_live_ttl_sec=60", "config file"]],
-        },
-        Case {
-            name: "file canonical and legacy equal: no warning",
-            file: Some(json!({"client_active_ttl_sec": 30, "client_live_ttl_sec": 30.0})),
-            cli: none(),
-            active_ms: 30_000,
-            suspicion_ms: 30_000,
-            warnings: &[],
-        },
-        Case {
-            name: "command-line canonical and legacy differ: canonical wins, warned",
-            file: None,
-            cli: cli(Some(60.0), Some(40.0), None),
-            active_ms: 40_000,
-            suspicion_ms: 40_000,
-            warnings: &[&["--client_active_ttl_sec=40", "--client_ttl=60", "command line"]],
-        },
-        Case {
-            name: "command line beats file, warned",
-            file: Some(json!({"client_active_ttl_sec": 30})),
-            cli: cli(None, Some(40.0), None),
-            active_ms: 40_000,
-            suspicion_ms: 40_000,
-            warnings: &[&["--client_active_ttl_sec=40", "client_active_ttl_sec=30", "overrides"]],
-        },
-        Case {
-            name: "command line equal to file: no warning",
-            file: Some(json!({"client_active_ttl_sec": 30})),
-            cli: cli(None, Some(30.0), None),
-            active_ms: 30_000,
-            suspicion_ms: 30_000,
-            warnings: &[],
-        },
-        Case {
-            name: "command-line legacy beats file canonical",
-            file: Some(json!({"client_active_ttl_sec": 30})),
-            cli: cli(Some(50.0), None, None),
-            active_ms: 50_000,
-            suspicion_ms: 50_000,
-            warnings: &[&["--client_ttl=50", "client_active_ttl_sec=30", "overrides"]],
-        },
-        Case {
-            name: "command-line legacy beats file legacy",
-            file: Some(json!({"client_live_ttl_sec": 30})),
-            cli: cli(Some(50.0), None, None),
-            active_ms: 50_000,
-            suspicion_ms: 50_000,
-            warnings: &[&["--client_ttl=50", "client_live_ttl_sec=30"]],
-        },
-        Case {
-            name: "both sources conflict internally and with each other",
-            file: Some(json!({"client_active_ttl_sec": 30, "client_live_ttl_sec": 60})),
-            cli: cli(Some(50.0), Some(40.0), None),
-            active_ms: 40_000,
-            suspicion_ms: 40_000,
-            warnings: &[
-                &["client_active_ttl_sec=30", "client_live_ttl_sec=60", "config file"],
-                &["--client_active_ttl_sec=40", "--client_ttl=50", "command line"],
-                &["--client_active_ttl_sec=40", "overrides", "client_active_ttl_sec=30"],
-            ],
-        },
-        Case {
-            name: "file active, command-line suspicion",
-            file: Some(json!({"client_active_ttl_sec": 30})),
-            cli: cli(None, None, Some(7.0)),
-            active_ms: 30_000,
-            suspicion_ms: 7_000,
-            warnings: &[],
-        },
-        Case {
-            name: "file suspicion, command-line active",
-            file: Some(json!({"client_suspicion_ttl_sec": 25})),
-            cli: cli(None, Some(40.0), None),
-            active_ms: 40_000,
-            suspicion_ms: 25_000,
-            warnings: &[],
-        },
-        Case {
-            name: "command-line suspicion beats file suspicion",
-            file: Some(json!({"client_suspicion_ttl_sec": 25})),
-            cli: cli(None, None, Some(35.0)),
-            active_ms: 10_000,
-            suspicion_ms: 35_000,
-            warnings: &[&["--client_suspicion_ttl_sec=35", "client_suspicion_ttl_sec=25"]],
-        },
-        Case {
-            name: "file legacy and suspicion",
-            file: Some(json!({"client_live_ttl_sec": 60, "client_suspicion_ttl_sec": 90})),
-            cli: none(),
-            active_ms: 60_000,
-            suspicion_ms: 90_000,
-            warnings: &[],
-        },
-        Case {
-            name: "fractional seconds in a file",
-            file: Some(json!({"client_active_ttl_sec": 0.5, "client_suspicion_ttl_sec": 1.25})),
-            cli: none(),
-            active_ms: 500,
-            suspicion_ms: 1_250,
-            warnings: &[],
-        },
-        Case {
-            name: "fractional --client_ttl is inherited by suspicion",
-            file: None,
-            cli: cli(Some(2.5), None, None),
-            active_ms: 2_500,
-            suspicion_ms: 2_500,
-            warnings: &[],
-        },
-        Case {
-            name: "smallest TTL: 1 ms",
-            file: Some(json!({"client_active_ttl_sec": 0.001})),
-            cli: none(),
-            active_ms: 1,
-            suspicion_ms: 1,
-            warnings: &[],
-        },
-    ];
-    for case in cases {
-        let r = run(case.file, &case.cli).unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let c = &r.config;
-        assert_eq!(
-            (c.active_ttl_ms, c.suspicion_ttl_ms),
-            (case.active_ms, case.suspicion_ms),
-            "{}",
-            case.name
-        );
-        assert_eq!(
-            c.stall_bound_ms,
-            (case.active_ms / 2).max(1),
-            "{}: stall bound derives from the resolved active TTL",
-            case.name
-        );
-        assert_eq!(r.warnings.len(), case.warnings.len(), "{}: {:?}", case.name, r.warnings);
-        for (got, want) in r.warnings.iter().zip(case.warnings) {
-            for part in *want {
-                assert!(got.contains(part), "{}: {got:?} lacks {part:?}", case.name);
+/// Every key resolution reads, with its kind.
+const KEYS: [(&str, Kind); 18] = [
+    ("client_active_ttl_sec", Kind::Secs),
+    ("client_live_ttl_sec", Kind::Secs),
+    ("client_suspicion_ttl_sec", Kind::Secs),
+    ("client_ttl", Kind::Secs), // command line only: an unknown key in a file
+    ("monitor_tick_ms", Kind::Ms),
+    ("stall_bound_ms", Kind::Ms),
+    ("stall_brake", Kind::Bool),
+    ("offboarding_mode", Kind::Mode),
+    ("offboarding_workers", Kind::Count),
+    ("offboarding_batch_size", Kind::Count),
+    ("offboarding_retry_backoff_ms", Kind::Ms),
+    ("offboarding_retry_max_backoff_ms", Kind::Ms),
+    ("offboarding_rate_per_sec", Kind::Rate),
+    ("offboarding_burst", Kind::Count),
+    ("mass_suspicion_brake", Kind::Bool),
+    ("mass_suspicion_min_clients", Kind::Count),
+    ("mass_suspicion_fraction", Kind::Fraction),
+    ("shutdown_drain_ms", Kind::Ms),
+];
+
+/// The three keys that are typed fields of [`CliOverrides`] (source `flag`).
+const FLAG_KEYS: [&str; 3] = ["client_ttl", "client_active_ttl_sec", "client_suspicion_ttl_sec"];
+
+impl Kind {
+    /// What a `WrongType` message says the key takes.
+    fn expected(self) -> &'static str {
+        match self {
+            Kind::Secs => "a number of seconds",
+            Kind::Ms => "a whole number of milliseconds",
+            Kind::Count => "a whole number",
+            Kind::Rate | Kind::Fraction => "a number",
+            Kind::Bool => "true or false",
+            Kind::Mode => "\"sync\" or \"async\"",
+        }
+    }
+    /// Values of the wrong type, as JSON literals (also valid YAML flow syntax).
+    fn wrong_types(self) -> &'static [&'static str] {
+        match self {
+            Kind::Bool => &["\"true\"", "1", "{}", "null"],
+            Kind::Mode => &["1", "true", "[\"sync\"]"],
+            _ => &["\"10\"", "true", "{\"sec\":10}", "[10]", "null"],
+        }
+    }
+    fn is_number(self) -> bool {
+        !matches!(self, Kind::Bool | Kind::Mode)
+    }
+    /// Two valid values that differ from each other and from the default, as written and as the
+    /// resolved field serializes (`None` for the TTL keys, whose rows are hand-written).
+    fn two_values(self) -> Option<[(&'static str, &'static str); 2]> {
+        match self {
+            Kind::Secs => None,
+            Kind::Ms => Some([("1000", "1000"), ("3000.0", "3000")]),
+            Kind::Count => Some([("2", "2"), ("3", "3")]),
+            Kind::Rate => Some([("1.5", "1.5"), ("7", "7.0")]),
+            Kind::Fraction => Some([("0.25", "0.25"), ("1", "1.0")]),
+            Kind::Bool => Some([("false", "false"), ("true", "true")]),
+            Kind::Mode => Some([("\"async\"", "\"async\""), ("\"SYNC\"", "\"sync\"")]),
+        }
+    }
+}
+
+/// How `source` shows `key` in messages.
+fn shown_key(source: &str, key: &str) -> String {
+    match source {
+        "flag" | "cli" => format!("--{key}"),
+        _ => key.to_owned(),
+    }
+}
+
+/// The sources a key can be given in (`client_ttl` is not a file key).
+fn sources_of(key: &str) -> Vec<&'static str> {
+    let mut s = vec!["cli"];
+    if key != "client_ttl" {
+        s.extend(["file", "yaml"]);
+    }
+    s
+}
+
+/// The generated rows: every key x source x (wrong type, non-positive, non-finite) value, and
+/// for every non-TTL key: each valid value from each source, and the command line beating a
+/// file (JSON or YAML) with an override warning, or silently when the values are equal.
+fn matrix_rows() -> Vec<String> {
+    let mut rows = Vec::new();
+    for (key, kind) in KEYS {
+        if let Some([(a, a_field), (b, b_field)]) = kind.two_values() {
+            let override_warning = format!("command line --{key}={b} overrides config file {key}={a}");
+            for file in ["file", "yaml"] {
+                rows.push(format!("{file}:{key}={a} | ok {key}={a_field}"));
+                rows.push(format!(
+                    "{file}:{key}={a} cli:{key}={b} | ok {key}={b_field} warn {override_warning}"
+                ));
+                rows.push(format!("{file}:{key}={b} cli:{key}={b} | ok {key}={b_field}"));
+            }
+            rows.push(format!("cli:{key}={a} | ok {key}={a_field}"));
+        }
+        for source in sources_of(key) {
+            let k = shown_key(source, key);
+            for v in kind.wrong_types() {
+                rows.push(format!(
+                    "{source}:{key}={v} | err WrongType {k} must be {}, got {v}",
+                    kind.expected()
+                ));
+            }
+            if !kind.is_number() {
+                continue;
+            }
+            for v in ["0", "-100", "-0.5"] {
+                rows.push(match kind {
+                    Kind::Fraction => format!("{source}:{key}={v} | err InvalidValue {k} must be in (0, 1], got {v}"),
+                    _ => format!("{source}:{key}={v} | err NonPositive {k} must be > 0, got {v}"),
+                });
+            }
+        }
+        if kind.is_number() && key != "client_ttl" {
+            for (lit, shown) in [(".nan", "NaN"), (".inf", "inf"), ("-.inf", "-inf")] {
+                rows.push(format!(
+                    "yaml:{key}={lit} | err NotFinite {key} must be a finite number, got {shown}"
+                ));
+            }
+        }
+        if FLAG_KEYS.contains(&key) {
+            for v in ["NaN", "inf", "-inf"] {
+                rows.push(format!(
+                    "flag:{key}={v} | err NotFinite --{key} must be a finite number, got {v}"
+                ));
+            }
+            for v in ["0", "-60"] {
+                rows.push(format!("flag:{key}={v} | err NonPositive --{key} must be > 0, got {v}"));
             }
         }
     }
+    rows
 }
 
-#[test]
-fn each_ttl_input_rejects_non_positive_values() {
-    let none = || cli(None, None, None);
-    let cases = [
-        (
-            Some(json!({"client_active_ttl_sec": -5})),
-            none(),
-            "client_active_ttl_sec must be > 0, got -5",
-        ),
-        (
-            Some(json!({"client_active_ttl_sec": 0})),
-            none(),
-            "client_active_ttl_sec must be > 0, got 0",
-        ),
-        (
-            Some(json!({"client_live_ttl_sec": 0})),
-            none(),
-            "client_live_ttl_sec must be > 0, got 0",
-        ),
-        (
-            Some(json!({"client_live_ttl_sec": -0.5})),
-            none(),
-            "client_live_ttl_sec must be > 0, got -0.5",
-        ),
-        (
-            None,
-            cli(None, Some(-1.5), None),
-            "--client_active_ttl_sec must be > 0, got -1.5",
-        ),
-        (
-            None,
-            cli(None, Some(0.0), None),
-            "--client_active_ttl_sec must be > 0, got 0",
-        ),
-        (None, cli(Some(0.0), None, None), "--client_ttl must be > 0, got 0"),
-        (None, cli(Some(-60.0), None, None), "--client_ttl must be > 0, got -60"),
-        (
-            Some(json!({"client_suspicion_ttl_sec": -5})),
-            none(),
-            "client_suspicion_ttl_sec must be > 0, got -5",
-        ),
-        (
-            Some(json!({"client_suspicion_ttl_sec": 0.0})),
-            none(),
-            "client_suspicion_ttl_sec must be > 0, got 0.0",
-        ),
-        (
-            None,
-            cli(None, None, Some(-2.0)),
-            "--client_suspicion_ttl_sec must be > 0, got -2",
-        ),
-        (
-            None,
-            cli(None, None, Some(0.0)),
-            "--client_suspicion_ttl_sec must be > 0, got 0",
-        ),
-        // Rejected even when another value would override them.
-        (
-            Some(json!({"client_active_ttl_sec": 30, "client_live_ttl_sec": -1})),
-            none(),
-            "client_live_ttl_sec must be > 0, got -1",
-        ),
-        (
-            Some(json!({"client_active_ttl_sec": 0})),
-            cli(None, Some(30.0), None),
-            "client_active_ttl_sec must be > 0, got 0",
-        ),
-        (
-            Some(json!({"client_live_ttl_sec": -7})),
-            cli(Some(30.0), None, None),
-            "client_live_ttl_sec must be > 0, got -7",
-        ),
-        (
-            None,
-            cli(Some(-1.0), Some(30.0), None),
-            "--client_ttl must be > 0, got -1",
-        ),
-        (
-            Some(json!({"client_suspicion_ttl_sec": -3})),
-            cli(None, None, Some(5.0)),
-            "client_suspicion_ttl_sec must be > 0, got -3",
-        ),
-    ];
-    for (file_v, cli, want) in cases {
-        let err = run(file_v, &cli).expect_err(want);
-        assert!(matches!(err, ConfigError::NonPositive { .. }), "{want}: {err:?}");
-        assert!(err.to_string().contains(want), "{err} lacks {want}");
-    }
-}
-
-const TTL_KEYS: [&str; 3] = [
-    "client_active_ttl_sec",
-    "client_live_ttl_sec",
-    "client_suspicion_ttl_sec",
-];
-const NUMBER_KEYS: [&str; 13] = [
-    "client_active_ttl_sec",
-    "client_live_ttl_sec",
-    "client_suspicion_ttl_sec",
-    "monitor_tick_ms",
-    "stall_bound_ms",
-    "offboarding_workers",
-    "offboarding_batch_size",
-    "offboarding_retry_backoff_ms",
-    "offboarding_retry_max_backoff_ms",
-    "offboarding_rate_per_sec",
-    "offboarding_burst",
-    "mass_suspicion_min_clients",
-    "mass_suspicion_fraction",
-];
-const BOOL_KEYS: [&str; 2] = ["stall_brake", "mass_suspicion_brake"];
-
-#[test]
-fn wrong_types_are_rejected_with_key_and_value() {
-    let mut cases: Vec<(&str, Value)> = Vec::new();
-    for key in NUMBER_KEYS.iter().chain(["shutdown_drain_ms"].iter()) {
-        for v in [json!("10"), json!(true), json!({"sec": 10}), json!([10]), json!(null)] {
-            cases.push((key, v));
-        }
-    }
-    for key in BOOL_KEYS {
-        for v in [json!("true"), json!(1), json!({}), json!(null)] {
-            cases.push((key, v));
-        }
-    }
-    for v in [json!(1), json!(true), json!(["sync"])] {
-        cases.push(("offboarding_mode", v));
-    }
-    for (key, v) in cases {
-        let err = run(Some(json!({ key: v.clone() })), &cli(None, None, None)).expect_err(key);
-        assert!(matches!(err, ConfigError::WrongType { .. }), "{key}={v}: {err:?}");
-        let msg = err.to_string();
-        assert!(msg.starts_with(key), "{msg}");
-        assert!(msg.ends_with(&format!("got {v}")), "{msg} lacks {v}");
-        // The same value on the command line names the flag.
-        let mut other = RawConfig::new();
-        other.set(key, v.clone());
-        let on_cli = CliOverrides {
-            other,
-            ..CliOverrides::default()
+/// Builds the file and command line a row's GIVEN column describes.
+fn sources(given: &str) -> (Option<RawConfig>, CliOverrides) {
+    let mut json = serde_json::Map::new();
+    let (mut yaml, mut is_file) = (String::new(), false);
+    let mut cli = CliOverrides::default();
+    for token in given.split_whitespace().filter(|t| *t != "-") {
+        let (source, assignment) = token
+            .split_once(':')
+            .unwrap_or_else(|| panic!("no source in {token:?}"));
+        let Some((key, value)) = assignment.split_once('=') else {
+            is_file |= source == "file"; // `file:` alone: an empty file
+            continue;
         };
-        let msg = resolve(None, &on_cli).expect_err(key).to_string();
-        assert!(msg.starts_with(&format!("--{key} ")), "{msg}");
+        match source {
+            "file" => {
+                is_file = true;
+                json.insert(key.to_owned(), serde_json::from_str(value).expect(token));
+            }
+            "yaml" => yaml.push_str(&format!("{key}: {value}\n")),
+            "cli" => cli.other.set(key, serde_json::from_str(value).expect(token)),
+            "flag" => {
+                let v: f64 = value.parse().expect(token);
+                match key {
+                    "client_ttl" => cli.client_ttl = Some(v),
+                    "client_active_ttl_sec" => cli.client_active_ttl_sec = Some(v),
+                    "client_suspicion_ttl_sec" => cli.client_suspicion_ttl_sec = Some(v),
+                    _ => panic!("{key} is not a typed flag"),
+                }
+            }
+            _ => panic!("unknown source in {token:?}"),
+        }
     }
+    let raw = match (is_file, yaml.is_empty()) {
+        (true, true) => Some(file(Value::Object(json))),
+        (false, false) => Some(RawConfig::from_yaml_str(&yaml).expect(given)),
+        (false, true) => None,
+        (true, false) => panic!("a row has one file: JSON or YAML, not both"),
+    };
+    (raw, cli)
+}
+
+/// Runs one row; `Err` says what differed.
+fn check_row(row: &str) -> Result<(), String> {
+    let (given, expect) = row.split_once(" | ").ok_or("no ` | `")?;
+    let (raw, cli) = sources(given.trim());
+    let result = resolve(raw.as_ref(), &cli);
+    let expect = expect.trim();
+    if let Some(err) = expect.strip_prefix("err ") {
+        let (kind, message) = err.split_once(' ').ok_or("err needs KIND MESSAGE")?;
+        let e = match result {
+            Ok(r) => return Err(format!("resolved {:?}", r.config)),
+            Err(e) => e,
+        };
+        if !format!("{e:?}").starts_with(kind) {
+            return Err(format!("got {e:?}, want ConfigError::{kind}"));
+        }
+        if !e.to_string().contains(message) {
+            return Err(format!("message {:?} lacks {message:?}", e.to_string()));
+        }
+        return Ok(());
+    }
+    let expect = expect.strip_prefix("ok").ok_or("EXPECT is `ok ...` or `err ...`")?;
+    let (fields, warns) = expect.split_once(" warn ").unwrap_or((expect, ""));
+    let r = result.map_err(|e| format!("failed: {e}"))?;
+    let got = serde_json::to_value(&r.config).unwrap();
+    for field in fields.split_whitespace() {
+        let (name, want) = field.split_once('=').ok_or("FIELD=VALUE")?;
+        let want: Value = serde_json::from_str(want).map_err(|e| format!("{field}: {e}"))?;
+        if got[name] != want {
+            return Err(format!("{name} = {}, want {want}", got[name]));
+        }
+    }
+    if !given.contains("stall_bound_ms=") && r.config.stall_bound_ms != (r.config.active_ttl_ms / 2).max(1) {
+        return Err(format!(
+            "stall bound {} does not derive from the active TTL",
+            r.config.stall_bound_ms
+        ));
+    }
+    let want: Vec<Vec<&str>> = warns
+        .split(" ; ")
+        .filter(|w| !w.trim().is_empty())
+        .map(|w| w.split(" & ").map(str::trim).collect())
+        .collect();
+    if r.warnings.len() != want.len() {
+        return Err(format!("warnings {:?}, want {} of them", r.warnings, want.len()));
+    }
+    for (got, parts) in r.warnings.iter().zip(&want) {
+        if let Some(part) = parts.iter().find(|p| !got.contains(**p)) {
+            return Err(format!("warning {got:?} lacks {part:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn table_rows() -> Vec<String> {
+    include_str!("data/config_cases.txt")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
-fn out_of_range_values_are_rejected_with_key_and_value() {
-    let cases = [
-        (
-            json!({"offboarding_workers": 0}),
-            "offboarding_workers must be > 0, got 0",
-        ),
-        (
-            json!({"offboarding_batch_size": 0}),
-            "offboarding_batch_size must be > 0, got 0",
-        ),
-        (json!({"offboarding_burst": 0}), "offboarding_burst must be > 0, got 0"),
-        (
-            json!({"mass_suspicion_min_clients": 0}),
-            "mass_suspicion_min_clients must be > 0, got 0",
-        ),
-        (json!({"monitor_tick_ms": 0}), "monitor_tick_ms must be > 0, got 0"),
-        (
-            json!({"monitor_tick_ms": -100}),
-            "monitor_tick_ms must be > 0, got -100",
-        ),
-        (
-            json!({"monitor_tick_ms": 100.5}),
-            "monitor_tick_ms must be a whole number, got 100.5",
-        ),
-        (json!({"stall_bound_ms": 0}), "stall_bound_ms must be > 0, got 0"),
-        (json!({"shutdown_drain_ms": 0}), "shutdown_drain_ms must be > 0, got 0"),
-        (
-            json!({"offboarding_retry_backoff_ms": 0}),
-            "offboarding_retry_backoff_ms must be > 0, got 0",
-        ),
-        (
-            json!({"offboarding_rate_per_sec": 0}),
-            "offboarding_rate_per_sec must be > 0, got 0",
-        ),
-        (
-            json!({"offboarding_rate_per_sec": -2.5}),
-            "offboarding_rate_per_sec must be > 0, got -2.5",
-        ),
-        (
-            json!({"mass_suspicion_fraction": 0}),
-            "mass_suspicion_fraction must be in (0, 1], got 0",
-        ),
-        (
-            json!({"mass_suspicion_fraction": 1.5}),
-            "mass_suspicion_fraction must be in (0, 1], got 1.5",
-        ),
-        (
-            json!({"mass_suspicion_fraction": -0.1}),
-            "mass_suspicion_fraction must be in (0, 1], got -0.1",
-        ),
-        (
-            json!({"offboarding_mode": "eager"}),
-            "offboarding_mode must be \"sync\" or \"async\", got \"eager\"",
-        ),
-        (
-            json!({"client_active_ttl_sec": 0.0001}),
-            "client_active_ttl_sec must be at least 0.001 s (1 ms), got 0.0001",
-        ),
-        (
-            json!({"client_active_ttl_sec": 1e12}),
-            "client_active_ttl_sec must be at most",
-        ),
-        (
-            json!({"offboarding_retry_backoff_ms": 500, "offboarding_retry_max_backoff_ms": 200}),
-            "offboarding_retry_max_backoff_ms must be >= offboarding_retry_backoff_ms, \
-             got offboarding_retry_max_backoff_ms 200 < offboarding_retry_backoff_ms 500",
-        ),
-        (
-            json!({"offboarding_retry_backoff_ms": 6000}),
-            "got offboarding_retry_max_backoff_ms 5000 < offboarding_retry_backoff_ms 6000",
-        ),
-    ];
-    for (v, want) in cases {
-        let err = run(Some(v.clone()), &cli(None, None, None)).expect_err(want);
-        assert!(err.to_string().contains(want), "{v}: {err}");
-    }
-    // Edges that are valid.
-    let r = run(
-        Some(
-            json!({"mass_suspicion_fraction": 1, "offboarding_retry_max_backoff_ms": 200,
-                    "monitor_tick_ms": 100.0, "offboarding_rate_per_sec": 0.5}),
-        ),
-        &cli(None, None, None),
-    )
-    .unwrap();
-    assert_eq!(r.config.mass_suspicion_fraction, 1.0);
-    assert_eq!(r.config.offboarding_retry_max_backoff_ms, 200);
-    assert_eq!(r.config.monitor_tick_ms, 100);
-    assert_eq!(r.config.offboarding_rate_per_sec, 0.5);
-}
-
-#[test]
-fn yaml_non_finite_numbers_are_rejected() {
-    for key in TTL_KEYS
+fn every_row_of_the_data_table_resolves_as_it_says() {
+    let rows: Vec<String> = table_rows().into_iter().chain(matrix_rows()).collect();
+    let failures: Vec<String> = rows
         .iter()
-        .chain(["offboarding_rate_per_sec", "mass_suspicion_fraction", "monitor_tick_ms"].iter())
-    {
-        for (lit, shown) in [(".nan", "NaN"), (".inf", "inf"), ("-.inf", "-inf")] {
-            let raw = RawConfig::from_yaml_str(&format!("{key}: {lit}\n")).unwrap();
-            let err = LivenessConfig::from_raw(&raw).expect_err(key);
-            assert!(matches!(err, ConfigError::NotFinite { .. }), "{err:?}");
-            assert_eq!(err.to_string(), format!("{key} must be a finite number, got {shown}"));
-        }
+        .filter_map(|row| check_row(row).err().map(|why| format!("{row}\n    -> {why}")))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+    assert!(rows.len() > 300, "only {} rows", rows.len());
+}
+
+/// The runner must be able to fail: a row with a wrong expectation is reported, for each way a
+/// row can be wrong.
+#[test]
+fn a_wrong_row_is_reported() {
+    for wrong in [
+        "file:client_live_ttl_sec=60 | ok active_ttl_ms=61000",
+        "file:client_live_ttl_sec=60 | ok active_ttl_ms=60000 warn nothing",
+        "file:client_active_ttl_sec=30 file:client_live_ttl_sec=60 | ok active_ttl_ms=30000",
+        "file:client_active_ttl_sec=-5 | err NotFinite client_active_ttl_sec",
+        "file:client_active_ttl_sec=-5 | err NonPositive got -6",
+        "file:client_active_ttl_sec=5 | err NonPositive got 5",
+    ] {
+        assert!(check_row(wrong).is_err(), "{wrong}");
     }
-    let err = resolve(None, &cli(None, Some(f64::INFINITY), None)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "--client_active_ttl_sec must be a finite number, got inf"
-    );
 }
 
-#[test]
-fn command_line_beats_file_for_other_keys() {
-    let f = file(
-        json!({"monitor_tick_ms": 100, "offboarding_mode": "sync", "stall_brake": true,
-                        "mass_suspicion_fraction": 0.4}),
-    );
-    let mut other = RawConfig::new();
-    other.set("monitor_tick_ms", json!(50));
-    other.set("offboarding_mode", json!("async"));
-    other.set("stall_brake", json!(true));
-    other.set("offboarding_workers", json!(4));
-    let c = CliOverrides {
-        other,
-        ..CliOverrides::default()
-    };
-    let r = resolve(Some(&f), &c).unwrap();
-    assert_eq!(r.config.monitor_tick_ms, 50);
-    assert_eq!(r.config.offboarding_mode, OffboardingMode::Async);
-    assert!(r.config.stall_brake);
-    assert_eq!(r.config.offboarding_workers, 4);
-    assert_eq!(r.config.mass_suspicion_fraction, 0.4);
-    assert_eq!(
-        r.warnings,
-        vec![
-            "command line --monitor_tick_ms=50 overrides config file monitor_tick_ms=100".to_owned(),
-            "command line --offboarding_mode=\"async\" overrides config file offboarding_mode=\"sync\"".to_owned(),
-        ]
-    );
-    // The backoff order is checked after merging the two sources.
-    let f = file(json!({"offboarding_retry_backoff_ms": 1000}));
-    let mut other = RawConfig::new();
-    other.set("offboarding_retry_max_backoff_ms", json!(500));
-    let c = CliOverrides {
-        other,
-        ..CliOverrides::default()
-    };
-    assert!(matches!(
-        resolve(Some(&f), &c).unwrap_err(),
-        ConfigError::BackoffOrder {
-            backoff_ms: 1000,
-            max_backoff_ms: 500
-        }
-    ));
-}
-
-#[test]
-fn stall_bound_derives_from_the_resolved_active_ttl() {
-    let r = run(Some(json!({"client_active_ttl_sec": 30})), &cli(Some(8.0), None, None)).unwrap();
-    assert_eq!(r.config.stall_bound_ms, 4_000);
-    let r = run(
-        Some(json!({"client_active_ttl_sec": 30, "stall_bound_ms": 700})),
-        &cli(None, None, None),
-    )
-    .unwrap();
-    assert_eq!(r.config.stall_bound_ms, 700);
+/// For the table's key list and the proptest key strategy.
+fn number_and_bool_keys() -> Vec<&'static str> {
+    KEYS.iter()
+        .filter(|(k, kind)| *kind != Kind::Mode && *k != "client_ttl")
+        .map(|(k, _)| *k)
+        .collect()
 }
 
 #[test]
@@ -812,6 +565,26 @@ fn readers_never_see_a_torn_config() {
     assert_eq!(handle.load().active_ttl_ms, 199_000);
 }
 
+/// The `config_parse` fuzz body's path through the public API (the body itself,
+/// `fuzzing::config_parse`, is smoke-run by `tests/fuzz_smoke.rs`): bytes → UTF-8 → JSON and
+/// YAML → resolve as the file and as the command line. Must never panic.
+fn fuzz_config_parse(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    for raw in [RawConfig::from_json_str(text), RawConfig::from_yaml_str(text)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = resolve(Some(&raw), &CliOverrides::default());
+        let on_cli = CliOverrides {
+            other: raw,
+            ..CliOverrides::default()
+        };
+        let _ = resolve(None, &on_cli);
+    }
+}
+
 fn any_json_leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
         Just(Value::Null),
@@ -827,9 +600,8 @@ fn any_json_leaf() -> impl Strategy<Value = Value> {
 }
 
 fn any_key() -> impl Strategy<Value = String> {
-    let known: Vec<String> = NUMBER_KEYS
+    let known: Vec<String> = number_and_bool_keys()
         .iter()
-        .chain(BOOL_KEYS.iter())
         .chain(["offboarding_mode", "shutdown_drain_ms", "client_ttl", "rpc_port"].iter())
         .map(|k| k.to_string())
         .collect();

@@ -10,4 +10,5 @@
 //! | stall credit → signals | `fetch_add` `AcqRel` (monitor only) | `Acquire` load | a signal that misses a just-added credit stores a deadline later than needed: in the client's favour. |
 //! | readiness | `store` `Release` (ReMount) | `load` `Acquire` (Ping) | independent of liveness; no ordering with the word is needed (invariant 8). |
 //!
-//! No operation needs a total order across different records, so nothing uses `SeqCst`.
+//! No operation needs a total order across different records, so none of our own operations
+//! use `SeqCst` (the headline of [`docs`](super)); the one `SeqCst` above is arc-swap's.

@@ -6,9 +6,11 @@
 use crate::liveness::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
 use arbitrary::{Arbitrary, Unstructured};
 
+mod config;
 mod differential;
 mod model;
 
+pub use config::config_parse;
 pub use differential::{differential, differential_explain};
 
 /// One step of the `word_transitions` target.
@@ -94,11 +96,6 @@ fn check_commit(
         }
         _ => {}
     }
-}
-
-/// Arbitrary bytes through the configuration parsers and resolution: never a panic.
-pub fn config_parse(data: &[u8]) {
-    crate::config::fuzz_config_parse(data);
 }
 
 /// Arbitrary bytes through the snapshot decoder (binary and JSON) and, when they decode, the

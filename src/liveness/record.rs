@@ -37,12 +37,12 @@
 
 use super::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
 use super::{ClientId, Incarnation};
-use crate::sync::{AtomicBool, AtomicU64, Backoff, Ordering};
+use crate::sync::{Atomic, AtomicBool, Backoff, Ordering};
 use std::fmt;
 
 /// The liveness record of one client incarnation (48 bytes: with `Arc`'s counters, one line).
 pub struct ClientLivenessRecord {
-    word: AtomicU64,
+    word: Atomic<Word>,
     ready: AtomicBool,
     client: ClientId,
     incarnation: Incarnation,
@@ -101,7 +101,7 @@ impl ClientLivenessRecord {
     /// A record starting from an arbitrary word (tests, models, restore).
     pub(crate) fn with_word(client: ClientId, incarnation: Incarnation, word: Word) -> Self {
         Self {
-            word: AtomicU64::new(word.raw()),
+            word: Atomic::new(word),
             ready: AtomicBool::new(false),
             client,
             incarnation,
@@ -120,7 +120,7 @@ impl ClientLivenessRecord {
 
     /// The current word (one `Acquire` load).
     pub fn word(&self) -> Word {
-        Word::from_raw(self.word.load(Ordering::Acquire))
+        self.word.load(Ordering::Acquire)
     }
 
     /// The current state.
@@ -131,13 +131,13 @@ impl ClientLivenessRecord {
     /// May this incarnation's resources serve new work? One `Acquire` load and a compare.
     #[inline]
     pub fn is_serving(&self) -> bool {
-        Word::raw_is_active(self.word.load(Ordering::Acquire))
+        self.word.load(Ordering::Acquire).is_active()
     }
 
     /// Must this incarnation's resources be kept? One `Acquire` load and a compare.
     #[inline]
     pub fn should_retain(&self) -> bool {
-        Word::raw_is_retained(self.word.load(Ordering::Acquire))
+        self.word.load(Ordering::Acquire).is_retained()
     }
 
     /// Remount readiness (the client finished ReMount in this incarnation).
@@ -164,10 +164,9 @@ impl ClientLivenessRecord {
     /// its CAS) gives a time ≥ τ. Found by the `stale_ping_time_vs_suspect_rearm` loom model.
     pub(crate) fn apply_at(&self, ev: Event, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
         let backoff = Backoff::new();
-        let mut cur = self.word.load(Ordering::Acquire);
+        let mut word = self.word.load(Ordering::Acquire);
         loop {
-            let word = Word::from_raw(cur);
-            let next = match decide(word, ev, now(), ttls) {
+            let (next, change) = match decide(word, ev, now(), ttls) {
                 Decision::Commit { next, change } => (next, change),
                 Decision::Wait { .. } => return Applied::Wait { word },
                 Decision::Held => return Applied::Held,
@@ -177,17 +176,17 @@ impl ClientLivenessRecord {
             // transition we may have raced (see the ground rules).
             match self
                 .word
-                .compare_exchange_weak(cur, next.0.raw(), Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
                     return Applied::Committed {
                         from: word,
-                        to: next.0,
-                        change: next.1,
+                        to: next,
+                        change,
                     }
                 }
                 Err(actual) => {
-                    cur = actual;
+                    word = actual;
                     backoff.spin();
                 }
             }

@@ -1,8 +1,8 @@
 //! The packed liveness word and the pure transition function.
 //!
-//! One `AtomicU64` per incarnation holds everything a transition must decide on, so that a
-//! single compare-and-swap settles every race between a signal (Ping, a successful mount) and
-//! the monitor.
+//! One 64-bit atomic per incarnation (`sync::Atomic<Word>`) holds everything a transition must
+//! decide on, so that a single compare-and-swap settles every race between a signal (Ping, a
+//! successful mount) and the monitor.
 //!
 //! ```text
 //!  63                                   24 23                     2 1   0
@@ -112,7 +112,14 @@ impl Seq {
 }
 
 /// A decoded snapshot of the packed word.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// `repr(transparent)` over `u64` and `bytemuck::Pod`: the atomic that holds it is a typed
+/// `sync::Atomic<Word>` (lock-free, the size of a `u64`), so loads return a `Word` and a CAS
+/// takes `Word`s: a raw integer cannot be stored into the liveness word by mistake. Every bit
+/// pattern is a valid `Word` (state 3 decodes as Offline, failing closed), which is what `Pod`
+/// promises.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
 pub struct Word(u64);
 
 impl Word {
@@ -150,7 +157,17 @@ impl Word {
             now_ms.saturating_add(active_ttl_ms),
         )
     }
-    /// `true` iff the raw word is Active: the whole serving check (one load + this compare).
+    /// `true` iff the word is Active: the whole serving check (one load + this compare).
+    #[inline]
+    pub fn is_active(self) -> bool {
+        Self::raw_is_active(self.0)
+    }
+    /// `true` iff the word is Active or Suspected (resources are kept).
+    #[inline]
+    pub fn is_retained(self) -> bool {
+        Self::raw_is_retained(self.0)
+    }
+    /// `true` iff the raw word is Active (see [`Word::is_active`]).
     #[inline]
     pub fn raw_is_active(raw: u64) -> bool {
         raw & STATE_MASK == STATE_ACTIVE
@@ -319,6 +336,8 @@ mod tests {
             let raw = w(s, 7, 99).raw();
             assert_eq!(Word::raw_is_active(raw), active, "{s:?}");
             assert_eq!(Word::raw_is_retained(raw), retained, "{s:?}");
+            assert_eq!(Word::from_raw(raw).is_active(), active, "{s:?}");
+            assert_eq!(Word::from_raw(raw).is_retained(), retained, "{s:?}");
         }
     }
 

@@ -109,18 +109,18 @@ mod tests {
     fn a_writer_excludes_readers() {
         let m = Arc::new(SharedMutex::default());
         let w = m.lock();
-        let entered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let entered = Arc::new(crate::sync::AtomicBool::new(false));
         let reader = {
             let (m, entered) = (m.clone(), entered.clone());
             std::thread::spawn(move || {
                 let _r = m.lock_shared();
-                entered.store(true, std::sync::atomic::Ordering::SeqCst);
+                entered.store(true, crate::sync::Ordering::Release);
             })
         };
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!entered.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(!entered.load(crate::sync::Ordering::Acquire));
         drop(w);
         reader.join().expect("reader");
-        assert!(entered.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(entered.load(crate::sync::Ordering::Acquire));
     }
 }

@@ -244,18 +244,18 @@ mod tests {
     #[derive(Debug, Default)]
     struct Slow {
         slow: Duration,
-        entered: std::sync::atomic::AtomicBool,
-        left: std::sync::atomic::AtomicBool,
+        entered: crate::sync::AtomicBool,
+        left: crate::sync::AtomicBool,
     }
 
     impl Slow {
         fn work(&self) {
-            use std::sync::atomic::Ordering::SeqCst;
-            self.left.store(false, SeqCst);
-            self.entered.store(true, SeqCst);
+            use crate::sync::Ordering::{Relaxed, Release};
+            self.left.store(false, Relaxed);
+            self.entered.store(true, Release);
             std::thread::sleep(self.slow);
-            self.left.store(true, SeqCst);
-            self.entered.store(false, SeqCst);
+            self.left.store(true, Release);
+            self.entered.store(false, Relaxed);
         }
     }
 
@@ -309,14 +309,14 @@ mod tests {
     /// Pings "a" while `op` is inside the slow part of `slow`; returns whether `op` had left
     /// it when the ping returned (i.e. whether the ping waited for it).
     fn ping_waited(paths: &dyn MasterPaths, slow: &Slow, op: impl FnOnce() + Send) -> bool {
-        use std::sync::atomic::Ordering::SeqCst;
+        use crate::sync::Ordering::Acquire;
         std::thread::scope(|s| {
             s.spawn(op);
-            while !slow.entered.load(SeqCst) {
+            while !slow.entered.load(Acquire) {
                 std::thread::yield_now();
             }
             assert_eq!(paths.ping("a").status, PingStatus::Ok);
-            slow.left.load(SeqCst)
+            slow.left.load(Acquire)
         })
     }
 

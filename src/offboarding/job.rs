@@ -52,6 +52,13 @@ impl Step {
     }
 }
 
+/// A step's label (its [`Step::as_str`]): how telemetry receives a step without importing it.
+impl From<Step> for &'static str {
+    fn from(step: Step) -> Self {
+        step.as_str()
+    }
+}
+
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

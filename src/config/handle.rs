@@ -1,0 +1,184 @@
+//! [`ConfigHandle`]: the shared, hot-swappable configuration.
+//!
+//! # Ground rules
+//!
+//! - **What is shared.** Three stores: the published [`LivenessConfig`] in an `ArcCell`
+//!   (arc-swap under std, wait-free readers), and a cache of its two TTLs in two plain atomics,
+//!   because the signal path reads them on every Ping (two `Relaxed` loads instead of an
+//!   arc-swap load: 15 ns of a ~45 ns Ping, measured).
+//! - **Who writes.** Only [`ConfigHandle::reload`], and only while holding `reload_lock`, a
+//!   `Mutex<()>` around the three stores: reloads are serialized, so the last reload to take
+//!   the lock writes all three last. Without it two racing reloads could interleave their
+//!   stores (atomics of one, cell of the other) and leave [`ConfigHandle::ttls_ms`] disagreeing
+//!   with [`ConfigHandle::load`] until the next reload; `loom_tests/config_reload.rs` explores
+//!   that race and fails if the lock is removed.
+//! - **Who reads.** Anyone, without the lock: `load`/`snapshot` see the old or the new
+//!   configuration, never a mix (one `ArcCell` load). `ttls_ms` may, *while a reload runs*, pair
+//!   a new active TTL with an old suspicion TTL for that one decision; each is a valid TTL, so
+//!   no deadline is wrong. Once reloads are quiescent, `ttls_ms` equals the TTLs of `load`.
+//! - **Orderings.** The TTL atomics are `Relaxed`: each is a self-contained number and nothing
+//!   else is published through it. The cell's store/load are arc-swap's (a complete value).
+//!   The mutex orders reloads with each other only; readers never take it.
+//! - **What may block what.** A reload may wait for another reload (validation runs before
+//!   the lock, so the wait is three stores long). Nothing else ever waits: readers, and so
+//!   Ping, never block on a reload.
+//!
+//! New TTLs apply to deadlines computed after the swap: a deadline already stored (a client's
+//! `last signal + active TTL`, a running suspicion window) keeps the TTL it was computed with
+//! until the next signal or transition recomputes it.
+
+use super::error::ConfigError;
+use super::LivenessConfig;
+use crate::sync::{ArcCell, ArcGuard, AtomicU64, CellArc, Mutex, Ordering};
+use std::fmt;
+use std::ops::Deref;
+
+/// Shared, hot-swappable configuration.
+///
+/// Readers call [`load`](Self::load) (lock-free, for a short read) or
+/// [`snapshot`](Self::snapshot) (an `Arc` to keep); [`reload`](Self::reload) validates a new
+/// configuration and publishes it atomically. Readers see the old or the new configuration,
+/// never a mix. Reloads are serialized by an internal lock (one writer at a time), so once
+/// reloads stop, the TTLs read by [`ttls_ms`](Self::ttls_ms) equal those of [`load`](Self::load);
+/// readers never take that lock. The ground rules at the top of `config/handle.rs` give the
+/// writers, readers and orderings in full.
+#[derive(Debug)]
+pub struct ConfigHandle {
+    /// The published configuration. Written by `reload` under `reload_lock`; read by anyone.
+    cell: ArcCell<LivenessConfig>,
+    /// Cache of `cell`'s active TTL. Written by `reload` under `reload_lock`; read by Ping.
+    active_ttl_ms: AtomicU64,
+    /// Cache of `cell`'s suspicion TTL. Written by `reload` under `reload_lock`; read by Ping.
+    suspicion_ttl_ms: AtomicU64,
+    /// Serializes reloads (single writer of the three stores above); readers never take it.
+    reload_lock: Mutex<()>,
+}
+
+/// A short-lived read of the current configuration, from [`ConfigHandle::load`]. Do not hold
+/// it across blocking work; take a [`ConfigHandle::snapshot`] instead.
+pub struct ConfigGuard {
+    inner: ArcGuard<LivenessConfig>,
+}
+
+impl Deref for ConfigGuard {
+    type Target = LivenessConfig;
+
+    fn deref(&self) -> &LivenessConfig {
+        let arc: &CellArc<LivenessConfig> = &self.inner;
+        arc
+    }
+}
+
+impl fmt::Debug for ConfigGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ConfigGuard").field(&**self).finish()
+    }
+}
+
+impl ConfigHandle {
+    /// Publishes `config`. It should come from [`resolve`](super::resolve) (or pass
+    /// [`LivenessConfig::validate`]); it is not checked here.
+    pub fn new(config: LivenessConfig) -> Self {
+        Self {
+            active_ttl_ms: AtomicU64::new(config.active_ttl_ms),
+            suspicion_ttl_ms: AtomicU64::new(config.suspicion_ttl_ms),
+            cell: ArcCell::new(CellArc::new(config)),
+            reload_lock: Mutex::new(()),
+        }
+    }
+
+    /// The active and suspicion TTLs, ms: two loads (see the ground rules).
+    #[inline]
+    pub fn ttls_ms(&self) -> (u64, u64) {
+        // Relaxed: the values are self-contained numbers; nothing else is published with them.
+        (
+            self.active_ttl_ms.load(Ordering::Relaxed),
+            self.suspicion_ttl_ms.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The current configuration, lock-free.
+    pub fn load(&self) -> ConfigGuard {
+        ConfigGuard {
+            inner: self.cell.load(),
+        }
+    }
+
+    /// The current configuration as an `Arc` that stays valid across reloads.
+    pub fn snapshot(&self) -> CellArc<LivenessConfig> {
+        let guard = self.cell.load();
+        let arc: &CellArc<LivenessConfig> = &guard;
+        CellArc::clone(arc)
+    }
+
+    /// Validates `config` and, if valid, swaps it in; an invalid one leaves the current
+    /// configuration in place. New TTLs apply to deadlines computed after the swap. Concurrent
+    /// reloads are serialized: the last to take the lock wins all three stores.
+    pub fn reload(&self, config: LivenessConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        // A poisoned lock only means another reload panicked between its stores; the stores
+        // below rewrite all three, so the state is consistent again after them.
+        let _writer = self.reload_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.active_ttl_ms.store(config.active_ttl_ms, Ordering::Relaxed);
+        self.suspicion_ttl_ms.store(config.suspicion_ttl_ms, Ordering::Relaxed);
+        self.cell.store(CellArc::new(config));
+        Ok(())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+
+    fn config_with_ttls(active_ttl_ms: u64, suspicion_ttl_ms: u64) -> LivenessConfig {
+        LivenessConfig {
+            active_ttl_ms,
+            suspicion_ttl_ms,
+            stall_bound_ms: active_ttl_ms / 2,
+            ..LivenessConfig::default()
+        }
+    }
+
+    /// Two threads reload different configurations at the same moment, many rounds; after each
+    /// round the TTL cache equals the published configuration. (Real threads only sample the
+    /// interleavings; `loom_tests/config_reload.rs` explores all of them.)
+    #[test]
+    fn racing_reloads_leave_the_ttl_cache_equal_to_the_published_config() {
+        let handle = Arc::new(ConfigHandle::new(LivenessConfig::default()));
+        for round in 0..200u64 {
+            let start = Arc::new(Barrier::new(2));
+            let writers: Vec<_> = [(1_000 + round, 2_000 + round), (3_000 + round, 4_000 + round)]
+                .into_iter()
+                .map(|(a, s)| {
+                    let (handle, start) = (handle.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        handle.reload(config_with_ttls(a, s)).unwrap();
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            let published = handle.load();
+            assert_eq!(
+                handle.ttls_ms(),
+                (published.active_ttl_ms, published.suspicion_ttl_ms),
+                "round {round}: the TTL cache disagrees with the published configuration"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rejected_reload_changes_neither_the_cache_nor_the_config() {
+        let handle = ConfigHandle::new(config_with_ttls(7_000, 9_000));
+        let bad = LivenessConfig {
+            offboarding_workers: 0,
+            ..config_with_ttls(1_000, 1_000)
+        };
+        assert!(handle.reload(bad).is_err());
+        assert_eq!(handle.ttls_ms(), (7_000, 9_000));
+        assert_eq!(handle.load().active_ttl_ms, 7_000);
+    }
+}

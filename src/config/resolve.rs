@@ -1,0 +1,311 @@
+//! Resolution: the file and the command line into one validated [`LivenessConfig`], by the
+//! rules in the [module documentation](super#resolution): precedence, legacy aliases, the
+//! inherited suspicion TTL, and the warnings for conflicts, overrides and unknown keys.
+//!
+//! What this file owns: which source wins and what is warned about. Each value's parsing and
+//! range check is `parse.rs`'s; the cross-field checks are [`LivenessConfig::validate`].
+
+use super::error::ConfigError;
+use super::keys;
+use super::parse::{
+    parse_bool, parse_count, parse_count_u64, parse_fraction, parse_mode, parse_ms, parse_rate, parse_secs, show_value,
+    truncate,
+};
+use super::source::{CliOverrides, RawConfig, RawValue};
+use super::{LivenessConfig, OffboardingMode, DEFAULT_ACTIVE_TTL_MS, DEFAULT_SUSPICION_TTL_MS};
+
+/// A resolved configuration and the warnings resolution produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The validated configuration.
+    pub config: LivenessConfig,
+    /// Human-readable warnings (conflicting aliases, overrides, unknown keys), in the order
+    /// they were found; each was also logged with `tracing::warn!`.
+    pub warnings: Vec<String>,
+}
+
+/// Resolves the file (if any) and the command line into a validated [`LivenessConfig`], by the
+/// rules in the [module documentation](super#resolution).
+pub fn resolve(file: Option<&RawConfig>, cli: &CliOverrides) -> Result<Resolved, ConfigError> {
+    let mut warnings = Warnings::default();
+    let file = match file {
+        Some(raw) => parse_source(raw, Source::File, &mut warnings)?,
+        None => Partial::default(),
+    };
+    let cli = parse_source(&cli.to_raw(), Source::Cli, &mut warnings)?;
+
+    let file_active = choose_within(file.active, Source::File, &mut warnings);
+    let cli_active = choose_within(cli.active, Source::Cli, &mut warnings);
+    let any_active = file_active.is_some() || cli_active.is_some();
+    let active_ttl_ms = merge(cli_active, file_active, &mut warnings).unwrap_or(DEFAULT_ACTIVE_TTL_MS);
+    let inherited = if any_active {
+        active_ttl_ms
+    } else {
+        DEFAULT_SUSPICION_TTL_MS
+    };
+    let suspicion_ttl_ms = merge(cli.suspicion, file.suspicion, &mut warnings).unwrap_or(inherited);
+
+    let d = LivenessConfig::default();
+    let w = &mut warnings;
+    let config = LivenessConfig {
+        active_ttl_ms,
+        suspicion_ttl_ms,
+        monitor_tick_ms: merge(cli.monitor_tick_ms, file.monitor_tick_ms, w).unwrap_or(d.monitor_tick_ms),
+        stall_bound_ms: merge(cli.stall_bound_ms, file.stall_bound_ms, w).unwrap_or((active_ttl_ms / 2).max(1)),
+        stall_brake: merge(cli.stall_brake, file.stall_brake, w).unwrap_or(d.stall_brake),
+        offboarding_mode: merge(cli.offboarding_mode, file.offboarding_mode, w).unwrap_or(d.offboarding_mode),
+        offboarding_workers: merge(cli.offboarding_workers, file.offboarding_workers, w)
+            .unwrap_or(d.offboarding_workers),
+        offboarding_batch_size: merge(cli.offboarding_batch_size, file.offboarding_batch_size, w)
+            .unwrap_or(d.offboarding_batch_size),
+        offboarding_retry_backoff_ms: merge(cli.retry_backoff_ms, file.retry_backoff_ms, w)
+            .unwrap_or(d.offboarding_retry_backoff_ms),
+        offboarding_retry_max_backoff_ms: merge(cli.retry_max_backoff_ms, file.retry_max_backoff_ms, w)
+            .unwrap_or(d.offboarding_retry_max_backoff_ms),
+        offboarding_rate_per_sec: merge(cli.rate_per_sec, file.rate_per_sec, w).unwrap_or(d.offboarding_rate_per_sec),
+        offboarding_burst: merge(cli.burst, file.burst, w).unwrap_or(d.offboarding_burst),
+        mass_suspicion_brake: merge(cli.mass_brake, file.mass_brake, w).unwrap_or(d.mass_suspicion_brake),
+        mass_suspicion_min_clients: merge(cli.mass_min_clients, file.mass_min_clients, w)
+            .unwrap_or(d.mass_suspicion_min_clients),
+        mass_suspicion_fraction: merge(cli.mass_fraction, file.mass_fraction, w).unwrap_or(d.mass_suspicion_fraction),
+        shutdown_drain_ms: merge(cli.shutdown_drain_ms, file.shutdown_drain_ms, w).unwrap_or(d.shutdown_drain_ms),
+    };
+    config.validate()?;
+    Ok(Resolved {
+        config,
+        warnings: warnings.0,
+    })
+}
+
+/// Collects warnings and logs each one as it is found.
+#[derive(Default)]
+struct Warnings(Vec<String>);
+
+impl Warnings {
+    fn push(&mut self, message: String) {
+        tracing::warn!("{}", message);
+        self.0.push(message);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    File,
+    Cli,
+}
+
+impl Source {
+    /// How a key of this source is shown in messages.
+    fn show_key(self, key: &str) -> String {
+        let key = truncate(key);
+        match self {
+            Source::File => key,
+            Source::Cli => format!("--{key}"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Source::File => "config file",
+            Source::Cli => "command line",
+        }
+    }
+
+    /// Precedence of an active-TTL key within this source (lower wins); `None`: not an
+    /// active-TTL key here.
+    fn active_rank(self, key: &str) -> Option<u8> {
+        match (self, key) {
+            (_, keys::CLIENT_ACTIVE_TTL_SEC) => Some(0),
+            (Source::Cli, keys::CLIENT_TTL) => Some(1),
+            (_, keys::CLIENT_LIVE_TTL_SEC) => Some(2),
+            _ => None,
+        }
+    }
+}
+
+/// One explicitly given value: the key as shown, the parsed value, the value as written.
+struct Given<T> {
+    key: String,
+    value: T,
+    shown: String,
+}
+
+/// The typed, validated values of one source.
+#[derive(Default)]
+struct Partial {
+    /// Active-TTL values (canonical and legacy) in precedence order.
+    active: Vec<Given<u64>>,
+    suspicion: Option<Given<u64>>,
+    monitor_tick_ms: Option<Given<u64>>,
+    stall_bound_ms: Option<Given<u64>>,
+    stall_brake: Option<Given<bool>>,
+    offboarding_mode: Option<Given<OffboardingMode>>,
+    offboarding_workers: Option<Given<usize>>,
+    offboarding_batch_size: Option<Given<usize>>,
+    retry_backoff_ms: Option<Given<u64>>,
+    retry_max_backoff_ms: Option<Given<u64>>,
+    rate_per_sec: Option<Given<f64>>,
+    burst: Option<Given<u64>>,
+    mass_brake: Option<Given<bool>>,
+    mass_min_clients: Option<Given<usize>>,
+    mass_fraction: Option<Given<f64>>,
+    shutdown_drain_ms: Option<Given<u64>>,
+}
+
+/// Parses and validates every known key of one source; warns about the unknown ones.
+fn parse_source(raw: &RawConfig, source: Source, warnings: &mut Warnings) -> Result<Partial, ConfigError> {
+    let mut p = Partial::default();
+    let mut ranked = Vec::new();
+    for (key, value) in &raw.map {
+        let k = source.show_key(key);
+        if let Some(rank) = source.active_rank(key) {
+            ranked.push((rank, given(k, value, parse_secs)?));
+            continue;
+        }
+        match key.as_str() {
+            keys::CLIENT_SUSPICION_TTL_SEC => p.suspicion = Some(given(k, value, parse_secs)?),
+            keys::MONITOR_TICK_MS => p.monitor_tick_ms = Some(given(k, value, parse_ms)?),
+            keys::STALL_BOUND_MS => p.stall_bound_ms = Some(given(k, value, parse_ms)?),
+            keys::STALL_BRAKE => p.stall_brake = Some(given(k, value, parse_bool)?),
+            keys::OFFBOARDING_MODE => p.offboarding_mode = Some(given(k, value, parse_mode)?),
+            keys::OFFBOARDING_WORKERS => p.offboarding_workers = Some(given(k, value, parse_count)?),
+            keys::OFFBOARDING_BATCH_SIZE => p.offboarding_batch_size = Some(given(k, value, parse_count)?),
+            keys::OFFBOARDING_RETRY_BACKOFF_MS => p.retry_backoff_ms = Some(given(k, value, parse_ms)?),
+            keys::OFFBOARDING_RETRY_MAX_BACKOFF_MS => p.retry_max_backoff_ms = Some(given(k, value, parse_ms)?),
+            keys::OFFBOARDING_RATE_PER_SEC => p.rate_per_sec = Some(given(k, value, parse_rate)?),
+            keys::OFFBOARDING_BURST => p.burst = Some(given(k, value, parse_count_u64)?),
+            keys::MASS_SUSPICION_BRAKE => p.mass_brake = Some(given(k, value, parse_bool)?),
+            keys::MASS_SUSPICION_MIN_CLIENTS => p.mass_min_clients = Some(given(k, value, parse_count)?),
+            keys::MASS_SUSPICION_FRACTION => p.mass_fraction = Some(given(k, value, parse_fraction)?),
+            keys::SHUTDOWN_DRAIN_MS => p.shutdown_drain_ms = Some(given(k, value, parse_ms)?),
+            _ => warnings.push(format!("unknown key ignored: {k}")),
+        }
+    }
+    ranked.sort_by_key(|(rank, _)| *rank);
+    p.active = ranked.into_iter().map(|(_, g)| g).collect();
+    Ok(p)
+}
+
+fn given<T>(
+    key: String,
+    value: &RawValue,
+    parse: fn(&str, &RawValue, &str) -> Result<T, ConfigError>,
+) -> Result<Given<T>, ConfigError> {
+    let shown = show_value(value);
+    let value = parse(&key, value, &shown)?;
+    Ok(Given { key, value, shown })
+}
+
+/// Within one source the first (canonical) value wins; a different shadowed value is warned
+/// about.
+fn choose_within(candidates: Vec<Given<u64>>, source: Source, warnings: &mut Warnings) -> Option<Given<u64>> {
+    let mut it = candidates.into_iter();
+    let first = it.next()?;
+    for other in it {
+        if other.value != first.value {
+            warnings.push(format!(
+                "{}={} and {}={} are both set in the {} with different values; using {}={}",
+                first.key,
+                first.shown,
+                other.key,
+                other.shown,
+                source.name(),
+                first.key,
+                first.shown
+            ));
+        }
+    }
+    Some(first)
+}
+
+/// The command line beats the file; overriding a different value is warned about.
+fn merge<T: PartialEq>(cli: Option<Given<T>>, file: Option<Given<T>>, warnings: &mut Warnings) -> Option<T> {
+    match (cli, file) {
+        (Some(c), Some(f)) => {
+            if c.value != f.value {
+                warnings.push(format!(
+                    "command line {}={} overrides config file {}={}",
+                    c.key, c.shown, f.key, f.shown
+                ));
+            }
+            Some(c.value)
+        }
+        (Some(c), None) => Some(c.value),
+        (None, f) => f.map(|f| f.value),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn typed_cli_field_replaces_the_same_key_in_other() {
+        let mut other = RawConfig::new();
+        other.set(keys::CLIENT_ACTIVE_TTL_SEC, json!(99));
+        let cli = CliOverrides {
+            client_active_ttl_sec: Some(7.0),
+            other,
+            ..Default::default()
+        };
+        let r = resolve(None, &cli).unwrap();
+        assert_eq!(r.config.active_ttl_ms, 7_000);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn legacy_names_per_source() {
+        // `client_ttl` is a command-line name; in a file it is an unknown key.
+        let file = RawConfig::from_json_str(r#"{"client_ttl": 60}"#).unwrap();
+        let r = LivenessConfig::from_raw(&file).unwrap();
+        assert_eq!(r.config.active_ttl_ms, DEFAULT_ACTIVE_TTL_MS);
+        assert_eq!(r.warnings, vec!["unknown key ignored: client_ttl".to_owned()]);
+        // On the command line, client_ttl beats client_live_ttl_sec.
+        let mut other = RawConfig::new();
+        other.set(keys::CLIENT_LIVE_TTL_SEC, json!(70));
+        let cli = CliOverrides {
+            client_ttl: Some(60.0),
+            other,
+            ..Default::default()
+        };
+        let r = resolve(None, &cli).unwrap();
+        assert_eq!((r.config.active_ttl_ms, r.config.suspicion_ttl_ms), (60_000, 60_000));
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert!(r.warnings[0].contains("--client_ttl=60") && r.warnings[0].contains("--client_live_ttl_sec=70"));
+    }
+
+    #[test]
+    fn mode_and_bools() {
+        for (v, want) in [("sync", OffboardingMode::Sync), ("ASYNC", OffboardingMode::Async)] {
+            let raw = RawConfig::from_json_value(&json!({"offboarding_mode": v})).unwrap();
+            assert_eq!(LivenessConfig::from_raw(&raw).unwrap().config.offboarding_mode, want);
+        }
+        let raw = RawConfig::from_json_value(&json!({"offboarding_mode": "fast"})).unwrap();
+        assert_eq!(
+            LivenessConfig::from_raw(&raw).unwrap_err().to_string(),
+            "offboarding_mode must be \"sync\" or \"async\", got \"fast\""
+        );
+        let raw = RawConfig::from_json_value(&json!({"offboarding_mode": 1})).unwrap();
+        assert!(matches!(
+            LivenessConfig::from_raw(&raw).unwrap_err(),
+            ConfigError::WrongType { .. }
+        ));
+        // YAML 1.2: `yes` is a string, not a bool.
+        let raw = RawConfig::from_yaml_str("stall_brake: yes").unwrap();
+        assert_eq!(
+            LivenessConfig::from_raw(&raw).unwrap_err().to_string(),
+            "stall_brake must be true or false, got \"yes\""
+        );
+        assert_eq!(serde_json::to_value(OffboardingMode::Async).unwrap(), json!("async"));
+    }
+
+    #[test]
+    fn long_values_are_truncated_in_messages() {
+        let long = "x".repeat(10_000);
+        let raw = RawConfig::from_json_value(&json!({ "monitor_tick_ms": long })).unwrap();
+        let msg = LivenessConfig::from_raw(&raw).unwrap_err().to_string();
+        assert!(msg.len() < 200, "{msg}");
+        assert!(msg.ends_with('…'), "{msg}");
+    }
+}
