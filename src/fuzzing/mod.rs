@@ -8,8 +8,10 @@ use arbitrary::{Arbitrary, Unstructured};
 
 mod differential;
 mod model;
+mod snapshot_restore;
 
 pub use differential::{differential, differential_explain};
+pub use snapshot_restore::snapshot_restore;
 
 /// One step of the `word_transitions` target.
 #[derive(Debug, Arbitrary)]
