@@ -451,3 +451,74 @@ fn claimed_steps_are_checked(claim: &[Step]) {
     );
     assert_eq!(r.quota_used(), 0, "{claim:?}: quota leaked by a trusted claim");
 }
+
+/// Found by the `snapshot_restore` fuzz target: an object naming another object's task was
+/// restored, and kept that task id for ever (blocking its own offload or promotion).
+#[test]
+fn an_object_naming_another_objects_task_is_refused() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    m.mount("c0", "s0", 1_000).unwrap();
+    m.mount("c1", "s1", 1_000).unwrap();
+    for k in ["a", "b"] {
+        m.put(k, 10, 1).unwrap();
+        m.put_end(k).unwrap();
+    }
+    let to = if m.get("a").unwrap()[0].segment == "s0" {
+        "s1"
+    } else {
+        "s0"
+    };
+    let task = m.replicate("a", to, false).unwrap();
+    let mut snap = m.snapshot();
+    let b = snap.objects.iter_mut().find(|o| o.key == "b").unwrap();
+    b.tier_task = Some(task);
+    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("\"b\" names task")),
+        "{r:?}"
+    );
+}
+
+/// Found by the `snapshot_restore` fuzz target: LocalDisk replicas beyond the disk's capacity
+/// were restored (only offloads in flight were checked); refused like an overfull segment.
+#[test]
+fn a_local_disk_over_its_capacity_is_refused() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let snap = Snapshot {
+        version: FORMAT_VERSION,
+        names: vec![("c0".into(), 1)],
+        clients: vec![mooncake_liveness::snapshot::ClientSnap {
+            id: 1,
+            incarnation: 1,
+            ready: false,
+            job: None,
+        }],
+        local_disks: vec![mooncake_liveness::snapshot::LocalDiskSnap {
+            client: 1,
+            incarnation: 1,
+            capacity: 5,
+            used: 0,
+            keys: vec![],
+        }],
+        objects: vec![mooncake_liveness::snapshot::ObjectSnap {
+            key: "k".into(),
+            tenant: "t".into(),
+            size: 10,
+            touched: 1,
+            replicas: vec![mooncake_liveness::snapshot::ReplicaSnap::LocalDisk {
+                owner: 1,
+                incarnation: 1,
+                complete: true,
+            }],
+            replication_task: None,
+            tier_task: None,
+        }],
+        ..Snapshot::default()
+    };
+    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("capacity")),
+        "{r:?}"
+    );
+}

@@ -444,6 +444,13 @@ impl Restorer<'_> {
                         ))
                     })?;
                 disk.used = disk.used.saturating_add(o.size);
+                if disk.used > disk.capacity {
+                    return Err(bad(format!(
+                        "LocalDisk of client {} holds more than its capacity {}",
+                        owner.client(),
+                        disk.capacity
+                    )));
+                }
                 disk.keys.insert(key.clone());
                 Replica {
                     kind: ReplicaKind::LocalDisk { owner },
@@ -472,13 +479,22 @@ impl Restorer<'_> {
             let task = self.task(t)?;
             lock(&self.m.tasks).restore(task, self.snap.next_task_id);
         }
-        // Every task an object names must exist (and name that object, checked above).
+        // Every task an object names must exist and name that object back, in the right slot.
+        let by_id: BTreeMap<u64, &TaskSnap> = self.snap.tasks.iter().map(|t| (t.id, t)).collect();
         for o in &self.snap.objects {
-            for id in o.replication_task.iter().chain(o.tier_task.iter()) {
-                if !seen.contains(id) {
+            let named = [(o.replication_task, false), (o.tier_task, true)];
+            for (id, tier) in named.iter().filter_map(|(id, tier)| id.map(|id| (id, *tier))) {
+                let Some(t) = by_id.get(&id) else {
                     return Err(bad(format!(
                         "object {:?} names task {id}, which is not in the snapshot",
                         o.key
+                    )));
+                };
+                let tier_kind = matches!(t.kind, TaskKind::Offload | TaskKind::Promote);
+                if t.key != o.key || tier_kind != tier {
+                    return Err(bad(format!(
+                        "object {:?} names task {id}, which is a {:?} task of {:?}",
+                        o.key, t.kind, t.key
                     )));
                 }
             }
