@@ -10,6 +10,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("word_transitions", fuzzing::word_transitions),
     ("config_parse", fuzzing::config_parse),
     ("snapshot_decode", fuzzing::snapshot_decode),
+    ("snapshot_restore", fuzzing::snapshot_restore),
     ("trace_parse", fuzzing::trace_parse),
     ("queue_ops", fuzzing::queue_ops),
     ("differential", fuzzing::differential),

@@ -321,3 +321,204 @@ fn a_snapshot_between_any_two_batches_of_a_job_restores_to_a_converging_master()
         assert_eq!(clean(&r.m), survivors, "snapshot {i} restored to a different end state");
     }
 }
+
+/// Found by the `snapshot_restore` fuzz target: with no task left at snapshot time, restore
+/// forgot `next_task_id`, so the restored master handed out task ids the old one had used (a
+/// late `task_done` for an old id would then complete the new task).
+#[test]
+fn task_ids_are_not_reused_after_failover_with_no_task_left() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    m.mount("c0", "s0", 1_000).unwrap();
+    m.mount("c1", "s1", 1_000).unwrap();
+    m.put("k", 10, 1).unwrap();
+    m.put_end("k").unwrap();
+    let to = if m.get("k").unwrap()[0].segment == "s0" {
+        "s1"
+    } else {
+        "s0"
+    };
+    let first = m.replicate("k", to, false).unwrap();
+    let executor = if to == "s0" { "c0" } else { "c1" };
+    m.task_done(executor, first, true).unwrap();
+    let snap = m.snapshot();
+    assert!(snap.tasks.is_empty() && snap.next_task_id >= first);
+    let restored = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap).unwrap();
+    assert_eq!(restored.snapshot().next_task_id, snap.next_task_id, "next task id lost");
+    restored.remove("k").unwrap();
+    restored.put("k", 10, 1).unwrap();
+    restored.put_end("k").unwrap();
+    let to = if restored.get("k").unwrap()[0].segment == "s0" {
+        "s1"
+    } else {
+        "s0"
+    };
+    let second = restored.replicate("k", to, false).unwrap();
+    assert!(second > first, "task id {second} reused after failover (old {first})");
+}
+
+#[test]
+fn a_next_task_id_with_no_room_left_is_refused() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let snap = Snapshot {
+        version: FORMAT_VERSION,
+        next_task_id: u64::MAX,
+        ..Snapshot::default()
+    };
+    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref m)) if m.contains("next task id")),
+        "{r:?}"
+    );
+}
+
+/// Found by the `snapshot_restore` fuzz target: a restored job with `attempts = u32::MAX`
+/// overflowed (a panic in debug builds) at its next attempt; attempts now saturate.
+#[test]
+fn a_restored_job_at_u32_max_attempts_runs_without_overflow() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    m.mount("c0", "s0", 1_000).unwrap();
+    m.fail_step(Step::Segments, 1_000);
+    let mut t = 0;
+    while m.stats().offline_commits == 0 {
+        t += m.tick_ms();
+        clock.set_ms(t);
+        m.tick();
+        assert!(t < 1_000_000, "c0 never went Offline");
+    }
+    let mut snap = m.snapshot();
+    snap.clients[0].job.as_mut().expect("pending job").attempts = u32::MAX;
+    let r = Master::restore(
+        clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        &snap,
+    )
+    .unwrap();
+    for _ in 0..100 {
+        t += r.tick_ms();
+        clock.set_ms(t);
+        r.tick();
+    }
+    assert_eq!((r.stats().jobs_completed, r.stats().offline), (1, 0), "{:?}", r.stats());
+}
+
+/// Found by the `snapshot_restore` fuzz target: a restored job claiming its `segments` step done
+/// while the snapshot still lists a segment of that incarnation skipped the step, completed,
+/// lifted the barrier and left the segment mounted for ever under a gone owner. Restore now
+/// drops claims its tables contradict and runs those steps again.
+#[test]
+fn a_job_claiming_a_step_whose_resources_are_still_there_runs_it_again() {
+    claimed_steps_are_checked(&[Step::Metadata, Step::Segments]);
+    // A claim after a step not done (here `quota` before `metadata`) would skip the refunds
+    // the re-run `metadata` records.
+    claimed_steps_are_checked(&[Step::Quota]);
+}
+
+fn claimed_steps_are_checked(claim: &[Step]) {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    m.mount("c0", "s0", 1_000).unwrap();
+    m.put_as("c0", "t", "k", 10, 1).unwrap();
+    m.fail_step(Step::Metadata, 1_000);
+    let mut t = 0;
+    while m.stats().offline_commits == 0 {
+        t += m.tick_ms();
+        clock.set_ms(t);
+        m.tick();
+        assert!(t < 1_000_000, "c0 never went Offline");
+    }
+    let mut snap = m.snapshot();
+    assert_eq!(snap.segments.len(), 1);
+    snap.clients[0].job.as_mut().expect("pending job").steps_done = claim.to_vec();
+    let r = Master::restore(
+        clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        &snap,
+    )
+    .unwrap();
+    for _ in 0..100 {
+        t += r.tick_ms();
+        clock.set_ms(t);
+        r.tick();
+    }
+    assert_eq!(r.stats().jobs_completed, 1, "{:?}", r.stats());
+    assert!(
+        r.segments().is_empty(),
+        "{claim:?}: segment s0 leaked by a trusted claim"
+    );
+    assert_eq!(r.quota_used(), 0, "{claim:?}: quota leaked by a trusted claim");
+}
+
+/// Found by the `snapshot_restore` fuzz target: an object naming another object's task was
+/// restored, and kept that task id for ever (blocking its own offload or promotion).
+#[test]
+fn an_object_naming_another_objects_task_is_refused() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
+    m.mount("c0", "s0", 1_000).unwrap();
+    m.mount("c1", "s1", 1_000).unwrap();
+    for k in ["a", "b"] {
+        m.put(k, 10, 1).unwrap();
+        m.put_end(k).unwrap();
+    }
+    let to = if m.get("a").unwrap()[0].segment == "s0" {
+        "s1"
+    } else {
+        "s0"
+    };
+    let task = m.replicate("a", to, false).unwrap();
+    let mut snap = m.snapshot();
+    let b = snap.objects.iter_mut().find(|o| o.key == "b").unwrap();
+    b.tier_task = Some(task);
+    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("\"b\" names task")),
+        "{r:?}"
+    );
+}
+
+/// Found by the `snapshot_restore` fuzz target: LocalDisk replicas beyond the disk's capacity
+/// were restored (only offloads in flight were checked); refused like an overfull segment.
+#[test]
+fn a_local_disk_over_its_capacity_is_refused() {
+    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let snap = Snapshot {
+        version: FORMAT_VERSION,
+        names: vec![("c0".into(), 1)],
+        clients: vec![mooncake_liveness::snapshot::ClientSnap {
+            id: 1,
+            incarnation: 1,
+            ready: false,
+            job: None,
+        }],
+        local_disks: vec![mooncake_liveness::snapshot::LocalDiskSnap {
+            client: 1,
+            incarnation: 1,
+            capacity: 5,
+            used: 0,
+            keys: vec![],
+        }],
+        objects: vec![mooncake_liveness::snapshot::ObjectSnap {
+            key: "k".into(),
+            tenant: "t".into(),
+            size: 10,
+            touched: 1,
+            replicas: vec![mooncake_liveness::snapshot::ReplicaSnap::LocalDisk {
+                owner: 1,
+                incarnation: 1,
+                complete: true,
+            }],
+            replication_task: None,
+            tier_task: None,
+        }],
+        ..Snapshot::default()
+    };
+    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("capacity")),
+        "{r:?}"
+    );
+}

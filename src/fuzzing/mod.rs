@@ -9,9 +9,11 @@ use arbitrary::{Arbitrary, Unstructured};
 mod config;
 mod differential;
 mod model;
+mod snapshot_restore;
 
 pub use config::config_parse;
 pub use differential::{differential, differential_explain};
+pub use snapshot_restore::snapshot_restore;
 
 /// One step of the `word_transitions` target.
 #[derive(Debug, Arbitrary)]

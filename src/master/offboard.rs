@@ -486,9 +486,18 @@ mod pool {
     use crate::offboarding::executor::{Executor, ExecutorConfig, SharedSteps};
     use crate::offboarding::queue::PushError;
 
+    /// The workers' view of the master. A failed step is counted in [`Stats`] here (the
+    /// executor exports the metric and schedules the retry), so `stats().step_failures` agrees
+    /// with the metrics in both offboarding modes.
+    ///
+    /// [`Stats`]: crate::telemetry::Stats
     impl SharedSteps for MasterCore {
         fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
-            self.run_step_shared(step, job)
+            let r = self.run_step_shared(step, job);
+            if r.is_err() {
+                lock(&self.stats).stats.step_failures[step as usize] += 1;
+            }
+            r
         }
     }
 
@@ -573,6 +582,11 @@ mod pool {
             n
         }
 
+        /// Jobs queued for the workers and not yet taken (the queue-depth gauge).
+        pub(in crate::master) fn worker_queue_depth(&self) -> usize {
+            lock(&self.pool).as_ref().map_or(0, |p| p.0.queued())
+        }
+
         /// Jobs queued for or waiting for a retry in the workers.
         pub fn jobs_in_workers(&self) -> usize {
             lock(&self.pool).as_ref().map_or(0, |p| p.0.queued() + p.0.retrying())
@@ -595,6 +609,10 @@ impl MasterCore {
     }
 
     pub(in crate::master) fn stop_offboarding_workers(&self) -> usize {
+        0
+    }
+
+    pub(in crate::master) fn worker_queue_depth(&self) -> usize {
         0
     }
 }

@@ -41,7 +41,7 @@ use super::{lock, LocalDisk, Master, MasterCore, MasterOptions};
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
-use crate::offboarding::ClientOffboardingJob;
+use crate::offboarding::{ClientOffboardingJob, Step};
 use crate::snapshot::*;
 use crate::sync::{Arc, CellArc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -275,7 +275,7 @@ impl Master {
             quota_used: BTreeMap::new(),
             segments: BTreeMap::new(),
         };
-        let jobs = r.clients()?;
+        let mut jobs = r.clients()?;
         phases.mark("records", &mut since);
         r.segments()?;
         r.local_disks()?;
@@ -285,6 +285,7 @@ impl Master {
         phases.mark("objects", &mut since);
         r.tasks()?;
         let scratch = r.scratch(&jobs)?;
+        r.check_claims(&mut jobs, &scratch);
         r.quotas();
         m.shards.restore_clock(snap.lru_clock);
         {
@@ -501,6 +502,13 @@ impl Restorer<'_> {
                         ))
                     })?;
                 disk.used = disk.used.saturating_add(o.size);
+                if disk.used > disk.capacity {
+                    return Err(bad(format!(
+                        "LocalDisk of client {} holds more than its capacity {}",
+                        owner.client(),
+                        disk.capacity
+                    )));
+                }
                 disk.keys.insert(key.clone());
                 Replica {
                     kind: ReplicaKind::LocalDisk { owner },
@@ -513,6 +521,11 @@ impl Restorer<'_> {
     }
 
     fn tasks(&mut self) -> Result<(), SnapshotError> {
+        if self.snap.next_task_id == u64::MAX {
+            return Err(bad("next task id u64::MAX leaves no task id to allocate".to_string()));
+        }
+        // Even with no task left: ids already handed out must not be handed out again.
+        lock(&self.m.tasks).restore_next_id(self.snap.next_task_id);
         let mut seen = BTreeSet::new();
         for t in &self.snap.tasks {
             if !seen.insert(t.id) || t.id > self.snap.next_task_id {
@@ -524,13 +537,22 @@ impl Restorer<'_> {
             let task = self.task(t)?;
             lock(&self.m.tasks).restore(task, self.snap.next_task_id);
         }
-        // Every task an object names must exist (and name that object, checked above).
+        // Every task an object names must exist and name that object back, in the right slot.
+        let by_id: BTreeMap<u64, &TaskSnap> = self.snap.tasks.iter().map(|t| (t.id, t)).collect();
         for o in &self.snap.objects {
-            for id in o.replication_task.iter().chain(o.tier_task.iter()) {
-                if !seen.contains(id) {
+            let named = [(o.replication_task, false), (o.tier_task, true)];
+            for (id, tier) in named.iter().filter_map(|(id, tier)| id.map(|id| (id, *tier))) {
+                let Some(t) = by_id.get(&id) else {
                     return Err(bad(format!(
                         "object {:?} names task {id}, which is not in the snapshot",
                         o.key
+                    )));
+                };
+                let tier_kind = matches!(t.kind, TaskKind::Offload | TaskKind::Promote);
+                if t.key != o.key || tier_kind != tier {
+                    return Err(bad(format!(
+                        "object {:?} names task {id}, which is a {:?} task of {:?}",
+                        o.key, t.kind, t.key
                     )));
                 }
             }
@@ -629,6 +651,50 @@ impl Restorer<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// A restored job's "steps done" is trusted only as a prefix of the steps in order, and only
+    /// where nothing of that step is left: a claim the restored tables contradict (its segments,
+    /// LocalDisk, replicas, tasks, refunds or segment names still there), and every claim after
+    /// it, is dropped and those steps run again (steps are idempotent).
+    /// Trusting it would skip the step and leak what it should remove, with the barrier lifted.
+    fn check_claims(&self, jobs: &mut [ClientOffboardingJob], scratch: &BTreeMap<(ClientId, Incarnation), Scratch>) {
+        let segments = self.m.segments();
+        let disks = lock(&self.m.local_disks);
+        let tasks = lock(&self.m.tasks);
+        for job in jobs.iter_mut() {
+            let rec = job.record().clone();
+            let owned: Vec<_> = segments
+                .iter()
+                .filter(|s| Arc::ptr_eq(&s.owner, &rec))
+                .cloned()
+                .collect();
+            let disk = disks.get(&rec.client()).filter(|d| Arc::ptr_eq(&d.owner, &rec));
+            let s = scratch.get(&(job.client(), job.incarnation()));
+            let left = |step: Step| match step {
+                Step::Metadata => {
+                    owned.iter().any(|s| s.key_count() > 0)
+                        || disk.is_some_and(|d| !d.keys.is_empty() || d.used > 0)
+                        || !tasks.of_client(rec.client()).is_empty()
+                        || tasks.iter().any(|t| owned.iter().any(|s| t.touches(s.id)))
+                }
+                Step::Segments => !owned.is_empty(),
+                Step::LocalDisk => disk.is_some(),
+                Step::Quota => s.is_some_and(|s| !s.refunds.is_empty()),
+                Step::ExternalMetadata => s.is_some_and(|s| !s.segment_names.is_empty()),
+            };
+            // Steps run in order, so real progress is a prefix of `Step::ALL`: a later claim
+            // after a step not done would skip that step's output (e.g. refunds the re-run
+            // `metadata` records for a `quota` claimed done).
+            let claimed = job.steps_done();
+            let kept: Vec<Step> = Step::ALL
+                .into_iter()
+                .take_while(|st| claimed.contains(st) && !left(*st))
+                .collect();
+            if kept != claimed {
+                job.reset_progress(&kept);
+            }
+        }
     }
 
     /// Limits from the snapshot; usage recomputed (replicas + refunds not yet applied).

@@ -72,5 +72,7 @@ impl MasterCore {
         telemetry::clients(s.active, s.suspected, s.offline);
         let now = self.live.clock().base().now_ms();
         telemetry::pending_jobs(s.jobs_pending, self.oldest_pending_age(now));
+        // Also here, not only at submit: the gauge falls back as the workers take jobs.
+        telemetry::queue_depth(self.worker_queue_depth());
     }
 }

@@ -129,6 +129,12 @@ impl Tasks {
         self.next_id
     }
 
+    /// Restores the id counter from a snapshot (whether or not any task is left), so a restored
+    /// master never hands out an id the old one already used.
+    pub(super) fn restore_next_id(&mut self, next_id: u64) {
+        self.next_id = self.next_id.max(next_id);
+    }
+
     /// Re-inserts a task from a snapshot; undelivered ones queue in id order.
     pub(super) fn restore(&mut self, task: Task, next_id: u64) {
         let client = task.executor.client();

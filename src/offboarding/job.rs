@@ -155,6 +155,14 @@ impl ClientOffboardingJob {
         self.attempts = attempts;
     }
 
+    /// Keeps only `steps` as done (restore dropping claims the snapshot contradicts).
+    pub(crate) fn reset_progress(&mut self, steps: &[Step]) {
+        self.done = 0;
+        for s in steps {
+            self.done |= s.bit();
+        }
+    }
+
     /// Mints the job for `record` from the proof that the caller committed it Offline.
     pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
         Self {
@@ -229,7 +237,7 @@ pub fn complete_client_offboarding<S: OffboardingSteps + ?Sized>(
     registry: &Registry,
     mut job: ClientOffboardingJob,
 ) -> Result<Completed, ClientOffboardingJob> {
-    job.attempts += 1;
+    job.attempts = job.attempts.saturating_add(1);
     for step in Step::ALL {
         if job.is_done(step) {
             continue;
