@@ -334,7 +334,7 @@ impl Restorer<'_> {
                 .m
                 .names
                 .name(owner.client())
-                .unwrap_or_else(|| Arc::from(owner.client().to_string()));
+                .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
         }
         Ok(())
@@ -351,7 +351,7 @@ impl Restorer<'_> {
                 .m
                 .names
                 .name(owner.client())
-                .unwrap_or_else(|| Arc::from(owner.client().to_string()));
+                .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             // Usage and keys are recomputed from the objects and tasks below.
             let disk = LocalDisk {
                 owner,
