@@ -37,14 +37,14 @@ use std::thread;
 use std::time::Duration;
 
 const REQUEST_THREADS: u64 = 3;
-const OPS_PER_THREAD: u64 = 1500;
+const OPS_PER_THREAD: u64 = 20_000;
 const KEYS: u64 = 300;
 const LIVE: [&str; 3] = ["c0", "c1", "c2"];
 const SILENT: [&str; 2] = ["s0", "s1"];
 const TENANTS: [&str; 2] = ["t0", "t1"];
 /// The tick thread runs at least this many ticks (so `s1` surely goes Offline) and at most
 /// `MAX_TICKS`.
-const MIN_TICKS: u64 = 60;
+const MIN_TICKS: u64 = 400;
 const MAX_TICKS: u64 = 20_000;
 const MAX_SNAPSHOTS: usize = 6;
 
