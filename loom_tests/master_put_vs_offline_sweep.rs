@@ -4,8 +4,9 @@
 //! erases the record. Invariant 10 ("no new dependency on a non-Active incarnation") and 16.
 //!
 //! Scenario (2 metadata shards, 2 registry shards, 2 clients): `a` owns `a0` (1000 B, preferred
-//! by the free-ratio strategy) with `k0` on it and `k2` on `a0` + `b0`; `b` owns `b0` (100 B)
-//! and keeps pinging. One thread runs `put("k1", 10, 2)`; the main thread ticks at 10 (a
+//! by the free-ratio strategy) with one key on it and another on `a0` + `b0` (both in metadata
+//! shard 0); `b` owns `b0` (100 B) and keeps pinging. One thread Puts a key of shard 1 (10 B,
+//! 2 replicas); the main thread ticks at 10 (a
 //! Suspected) and at 30 (a Offline, job runs inline). After both, ticks run until no job is
 //! pending.
 //!
@@ -16,15 +17,15 @@
 //! Outcomes that must all be reached: the Put handed out `a0` (the sweep or the re-check removed
 //! it later) and the Put did not hand out `a0` (it saw `a` non-Active, or its re-check undid it).
 //!
-//! Can it fail? The schedule it must catch if the re-check in `undo_raced_allocations`
-//! (src/master/data.rs) were a no-op: the Put's `try_reserve` passes its lifecycle check, then
-//! `drop_segment` stores `Unmounting`, empties `a0`'s key index and unmounts it, then the Put
-//! charges `a0` and publishes `k1` on it: nothing sweeps that replica, and the end-of-schedule
-//! check ("k1 still references the offboarded a0") fires. NOT YET demonstrated by running the
-//! model on deliberately broken code (time ran out; see the branch's report). The sibling model
-//! master_snapshot_vs_offboarding did fail on real code (two snapshot bugs, fixed).
+//! Can it fail? Yes: with the re-check in `undo_raced_allocations` (src/master/data.rs) made a
+//! no-op, it fails at once ("k0 still references the offboarded a0": the racing key, here `k0`):
+//! the Put's `try_reserve` passes its lifecycle check, `drop_segment` stores `Unmounting`,
+//! empties `a0`'s key index and unmounts it, then the Put publishes its replica on `a0`.
+//! Checked 2026-12-03 at bound 3; the broken code was not committed. (A first version, with the
+//! racing key in the same shard as the swept keys, could not fail that way: the sweep blocked on
+//! the Put's shard lock. The racing key is now chosen in the other shard.)
 //!
-//! Cost (loaded 2-core machine): 1998 iterations, 1.3 s at bound 3.
+//! Cost (loaded 2-core machine): 3456 iterations, 0.5 s at bound 3.
 #![cfg(loom)]
 
 mod master_common;
@@ -40,18 +41,24 @@ fn master_put_vs_offline_sweep() {
         &["put handed out a0", "put avoided a0"],
         |seen| {
             let rig = Rig::new(OffboardingDriver::Inline);
-            rig.object("k0", 10, 1);
-            rig.object("k2", 10, 2);
+            // The racing key lives in the other metadata shard than the swept keys: otherwise
+            // the sweep blocks on the Put's shard lock and the re-check is never needed.
+            let shard = |k: &String| rig.m.shards().index_of(k);
+            let keys: Vec<String> = (0..64).map(|i| format!("k{i}")).collect();
+            let swept: Vec<&String> = keys.iter().filter(|k| shard(k) == 0).take(2).collect();
+            let racing = keys.iter().find(|k| shard(k) == 1).unwrap().clone();
+            rig.object(swept[0], 10, 1);
+            rig.object(swept[1], 10, 2);
             let put = {
-                let m = rig.m.clone();
-                thread::spawn(move || m.put("k1", 10, 2))
+                let (m, key) = (rig.m.clone(), racing.clone());
+                thread::spawn(move || m.put(&key, 10, 2))
             };
             rig.suspect_victim();
             rig.offline_victim();
             let descs = put.join().unwrap().expect("b0 can always take k1");
             rig.quiesce();
             rig.assert_victim_gone_and_clean();
-            let k1 = rig.m.object("k1").expect("k1 keeps its b0 replica");
+            let k1 = rig.m.object(&racing).expect("the racing key keeps its b0 replica");
             assert_eq!(k1.replicas.len(), 1, "k1: {k1:?}");
             seen.saw(if descs.iter().any(|d| d.segment == VICTIM_SEG) {
                 "put handed out a0"
