@@ -179,6 +179,8 @@ const _: () = assert!(Atomic::<crate::liveness::word::Word>::is_lock_free());
 
 /// `Arc` as used inside an [`ArcCell`]: always `std::sync::Arc` (arc-swap needs it, and the
 /// loom stand-in stores one too), so values can move between the two without conversion.
+/// Also the `Arc` of immutable shared values that take part in no race and must hash and
+/// compare (client names: loom's `Arc` implements neither `Hash` nor `Eq`).
 pub(crate) type CellArc<T> = std::sync::Arc<T>;
 
 #[allow(unused_imports)]

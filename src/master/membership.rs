@@ -14,7 +14,7 @@ use super::segment::{Lifecycle, Segment, Segments};
 use super::{lock, LocalDisk, MasterCore, MasterError};
 use crate::eligibility::Purpose;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, MountOutcome, PingStatus};
-use crate::sync::Arc;
+use crate::sync::{Arc, CellArc};
 use std::collections::BTreeMap;
 
 /// A segment the ReMount protocol re-announces.
@@ -41,7 +41,7 @@ fn check_segment(segments: &Segments, client: ClientId, name: &str, size: u64) -
 fn add_segments(
     segments: &mut Segments,
     rec: &Arc<ClientLivenessRecord>,
-    client_name: &Arc<str>,
+    client_name: &CellArc<str>,
     specs: &[SegmentSpec],
 ) -> Vec<Arc<Segment>> {
     let mut added = Vec::new();
@@ -121,7 +121,7 @@ impl MasterCore {
         // checked inside the mount work, after the barrier: a client whose own incarnation is
         // being offboarded hears CLIENT_OFFBOARDING first.
         let reserved = specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id));
-        let client_name = self.names.name(id).unwrap_or_else(|| Arc::from(client));
+        let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, token, |rec| {
             let mut segments = self.segments_mut();
             for s in specs {
@@ -232,7 +232,7 @@ impl MasterCore {
         let _stripe = self.stripe(client);
         let _gate = self.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
-        let client_name = self.names.name(id).unwrap_or_else(|| Arc::from(client));
+        let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, None, |rec| {
             let mut disks = lock(&self.local_disks);
             match disks.get(&id) {

@@ -167,7 +167,12 @@ pub const DEFAULT_TENANT: &str = "default";
 pub const DEFAULT_METADATA_SHARDS: usize = 1024;
 
 /// Membership stripes (per-client mount serialization).
+#[cfg(not(loom))]
 const STRIPES: usize = 256;
+/// Under loom every stripe is a modelled mutex built per iteration; the models use two clients,
+/// so two stripes keep them cheap (two clients may share a stripe: that only serializes mounts).
+#[cfg(loom)]
+const STRIPES: usize = 2;
 
 /// One tenant's quota.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -184,7 +189,7 @@ pub struct LocalDisk {
     /// The incarnation that registered it.
     pub owner: Arc<ClientLivenessRecord>,
     /// The client's name (what descriptors print).
-    pub client_name: Arc<str>,
+    pub client_name: CellArc<str>,
     /// Capacity, bytes.
     pub capacity: u64,
     /// Bytes used by LocalDisk replicas and offloads in flight.
@@ -299,6 +304,7 @@ pub struct MasterCore {
     nof: Mutex<nof::NofSegments>,
     quotas: Mutex<BTreeMap<String, TenantQuota>>,
     offboarding: Mutex<offboard::Offboarding>,
+    #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
     pool: Mutex<Option<offboard::Pool>>,
     rng: Mutex<ChaCha8Rng>,
     evict_cursor: AtomicU64,

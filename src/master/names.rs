@@ -15,12 +15,17 @@
 //!   the new map, never a mix. Writers are rare (first mounts and restores).
 
 use crate::liveness::ClientId;
-use crate::sync::{Arc, ArcCell, AtomicU64, CellArc, Mutex, Ordering};
+use crate::sync::{ArcCell, AtomicU64, CellArc, Mutex, Ordering};
 use hashbrown::HashMap;
 use std::hash::{BuildHasher, Hash};
 
 /// Shards of each direction.
+#[cfg(not(loom))]
 const SHARDS: usize = 64;
+/// Under loom each shard is two modelled objects built per iteration; the models name two
+/// clients, so two shards suffice (sharing a shard only serializes writers).
+#[cfg(loom)]
+const SHARDS: usize = 2;
 
 type Hasher = foldhash::fast::FixedState;
 
@@ -100,8 +105,8 @@ impl<K: Hash + Eq + Clone, V: Clone> CowShards<K, V> {
 
 /// The name table.
 pub(crate) struct Names {
-    by_name: CowShards<Arc<str>, ClientId>,
-    by_id: CowShards<ClientId, Arc<str>>,
+    by_name: CowShards<CellArc<str>, ClientId>,
+    by_id: CowShards<ClientId, CellArc<str>>,
     next: AtomicU64,
 }
 
@@ -128,7 +133,7 @@ impl Names {
     }
 
     /// The name of `id`, if interned. Lock-free.
-    pub(crate) fn name(&self, id: ClientId) -> Option<Arc<str>> {
+    pub(crate) fn name(&self, id: ClientId) -> Option<CellArc<str>> {
         self.by_id.get(&id)
     }
 
@@ -140,7 +145,7 @@ impl Names {
         }
         // Relaxed: the id's uniqueness comes from the RMW; the maps publish the binding.
         let fresh = ClientId(u128::from(self.next.fetch_add(1, Ordering::Relaxed)));
-        let name: Arc<str> = Arc::from(name);
+        let name: CellArc<str> = CellArc::from(name);
         let id = self.by_name.insert_if_absent(name.clone(), fresh);
         self.by_id.insert_if_absent(id, name);
         id
@@ -158,7 +163,7 @@ impl Names {
         if self.lookup(name).is_some() || self.name(id).is_some() {
             return false;
         }
-        let name: Arc<str> = Arc::from(name);
+        let name: CellArc<str> = CellArc::from(name);
         self.by_name.insert_if_absent(name.clone(), id);
         self.by_id.insert_if_absent(id, name);
         // Past every restored id, so a later `intern` never reuses one (dense or not).
@@ -168,7 +173,7 @@ impl Names {
     }
 
     /// Every binding, sorted by name (snapshots).
-    pub(crate) fn all(&self) -> Vec<(Arc<str>, ClientId)> {
+    pub(crate) fn all(&self) -> Vec<(CellArc<str>, ClientId)> {
         let mut v = self.by_name.all();
         v.sort();
         v

@@ -18,7 +18,7 @@
 
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
 use crate::liveness::{ClientId, ClientLivenessRecord};
-use crate::sync::{Arc, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A segment's lifecycle, independent of its owner's liveness (invariant 8).
@@ -76,7 +76,7 @@ pub struct Segment {
     /// Its name (unique among mounted segments).
     pub name: String,
     /// The owning client's name (what descriptors print).
-    pub client_name: Arc<str>,
+    pub client_name: CellArc<str>,
     /// Capacity, bytes.
     pub size: u64,
     /// The incarnation that mounted it; a later incarnation never makes it serve (invariant 13).
@@ -90,7 +90,7 @@ impl Segment {
     pub(crate) fn new(
         id: SegmentId,
         name: String,
-        client_name: Arc<str>,
+        client_name: CellArc<str>,
         size: u64,
         owner: Arc<ClientLivenessRecord>,
         lifecycle: Lifecycle,

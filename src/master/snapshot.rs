@@ -16,7 +16,11 @@
 //! with its job, which a restored master resumes (steps are idempotent and consume their inputs,
 //! so progress recorded as a lower bound is safe). No job can *complete* during the snapshot —
 //! its `segments` step needs the gate — so no incarnation captured in a shard disappears from
-//! the registry before step 3. No mount can publish a new incarnation or segment meanwhile.
+//! the registry before step 3. A job whose unmounting steps ran *before* the snapshot took the
+//! gate can still erase its record during step 3 (the final compare-and-erase takes no gate):
+//! the incarnation is then captured Offline with its job, its vacant slot read a moment later
+//! is dropped, and the restored master runs the job again (its steps are idempotent). No mount
+//! can publish a new incarnation or segment meanwhile.
 //!
 //! Derived state is not trusted across the cut: segment usage and key indexes, LocalDisk usage
 //! and keys, and quota usage are recomputed at restore from the objects, tasks and scratch the
@@ -80,12 +84,18 @@ impl MasterCore {
                 ready: rec.is_ready(),
                 job: self.job_snap(rec),
             })
-            .collect();
+            .collect::<Vec<ClientSnap>>();
+        // The records and the vacant slots are two reads of the registry, and a job's final
+        // compare-and-erase takes no gate: it can vacate a client between them. Such a client
+        // was captured above Offline with its job (which the restored master runs again), so
+        // its later vacant slot is dropped; keeping both made the snapshot unrestorable
+        // ("client listed twice"; found by loom_tests/master_snapshot_vs_offboarding.rs).
         let vacant = self
             .live
             .registry()
             .vacant()
             .into_iter()
+            .filter(|(c, _)| !clients.iter().any(|k| k.id == c.0))
             .map(|(c, n)| (c.0, n.0))
             .collect();
         let names = self
@@ -93,6 +103,20 @@ impl MasterCore {
             .all()
             .into_iter()
             .map(|(n, id)| (n.to_string(), id.0))
+            .collect();
+        // Scratch is read after the registry: an incarnation captured before its Offline
+        // commit may have had its `metadata` batch (which takes no gate) write scratch since.
+        // Only the scratch of incarnations captured with their job belongs to this cut
+        // (found by loom_tests/master_snapshot_vs_offboarding.rs).
+        let scratch = self
+            .scratch()
+            .iter()
+            .filter(|((c, i), _)| {
+                clients
+                    .iter()
+                    .any(|k| k.id == c.0 && k.incarnation == i.0 && k.job.is_some())
+            })
+            .map(|((c, i), s)| scratch_snap(*c, *i, s))
             .collect();
         Snapshot {
             version: FORMAT_VERSION,
@@ -114,11 +138,7 @@ impl MasterCore {
                 .map(|(n, s)| (n.clone(), s.size, s.failures))
                 .collect(),
             external,
-            scratch: self
-                .scratch()
-                .iter()
-                .map(|((c, i), s)| scratch_snap(*c, *i, s))
-                .collect(),
+            scratch,
         }
     }
 
@@ -376,7 +396,7 @@ impl Restorer<'_> {
                 .m
                 .names
                 .name(owner.client())
-                .unwrap_or_else(|| Arc::from(owner.client().to_string()));
+                .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             let seg = table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
             self.segments.insert(s.name.as_str(), seg);
         }
@@ -394,7 +414,7 @@ impl Restorer<'_> {
                 .m
                 .names
                 .name(owner.client())
-                .unwrap_or_else(|| Arc::from(owner.client().to_string()));
+                .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             // Usage and keys are recomputed from the objects and tasks below.
             let disk = LocalDisk {
                 owner,
