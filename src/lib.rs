@@ -31,6 +31,7 @@ pub mod liveness;
 pub mod master;
 pub mod monitor;
 pub mod offboarding;
+pub mod persist;
 pub mod sim;
 pub mod snapshot;
 pub(crate) mod sync;

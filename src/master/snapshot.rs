@@ -224,27 +224,13 @@ impl Master {
 
     /// Records: Active with a fresh active TTL and not ready, or Offline with a re-minted job.
     fn restore_clients(&mut self, snap: &Snapshot) -> Result<(Records, Vec<ClientOffboardingJob>), SnapshotError> {
-        for (id, last) in &snap.vacant {
-            if !self.live.registry().restore_vacant(ClientId(*id), Incarnation(*last)) {
-                return Err(bad(format!("client {id} listed twice")));
-            }
-        }
-        let mut records = Records::new();
-        let mut jobs = Vec::new();
-        for c in &snap.clients {
-            let (id, inc) = (ClientId(c.id), Incarnation(c.incarnation));
-            let (rec, proof) = self
-                .live
-                .restore_incarnation(id, inc, c.job.is_some())
-                .ok_or_else(|| bad(format!("client {} listed twice", c.id)))?;
-            if let (Some(j), Some(proof)) = (&c.job, proof) {
-                let mut job = ClientOffboardingJob::from_commit(rec.clone(), proof, j.committed_at_ms);
-                job.restore_progress(&j.steps_done, j.attempts);
-                jobs.push(job);
-            }
-            records.insert((c.id, c.incarnation), rec);
-        }
-        Ok((records, jobs))
+        let restored = crate::persist::restore_clients(&self.live, &snap.clients, &snap.vacant)?;
+        let records = restored
+            .records
+            .into_iter()
+            .map(|rec| ((rec.client().0, rec.incarnation().0), rec))
+            .collect();
+        Ok((records, restored.jobs))
     }
 
     fn restore_segments(&mut self, snap: &Snapshot, records: &Records) -> Result<(), SnapshotError> {
