@@ -9,8 +9,10 @@
 //!   except, on a recovery, the event callback and one relaxed counter.
 //! - `monitor` is `Manual(Monitor)` (stepped by `mlv_tick`), `Thread(MonitorThread)` or
 //!   `None` while a tick runs or the thread starts/stops. Its mutex is held only to take or put
-//!   back the monitor, never while a tick runs or a callback is called, so a callback that
-//!   calls `mlv_tick` gets `MLV_UNAVAILABLE_IN_CURRENT_STATUS` instead of a deadlock.
+//!   back the monitor, never while a tick runs or a callback is called, so no callback can
+//!   deadlock on it: `mlv_tick` from the monitor thread's callbacks gets
+//!   `MLV_UNAVAILABLE_IN_CURRENT_STATUS`; from an event delivered by `mlv_tick` (delivered after
+//!   the monitor is put back) it runs a nested tick.
 //! - `executor` is read-locked to submit jobs (the monitor's sink) and read its depth; it is
 //!   taken out under the write lock at shutdown and shut down after the lock is released, so a
 //!   step callback that reads stats during shutdown does not deadlock.
