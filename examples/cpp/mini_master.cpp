@@ -8,8 +8,8 @@
 //   offboarding callbacks  -> erase the master's own metadata for the Offline incarnation
 //
 // Runs a short scripted scenario on a manual clock and exits 0 if every expectation held.
-// Build: g++ -std=c++17 -Iinclude examples/cpp/mini_master.cpp \
-//            target/release/libmooncake_liveness_ffi.a -lpthread -ldl -lm
+// Build (one line): g++ -std=c++17 -Iinclude examples/cpp/mini_master.cpp
+//   target/release/libmooncake_liveness_ffi.a -lpthread -ldl -lm
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
