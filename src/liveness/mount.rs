@@ -66,7 +66,7 @@ pub struct MountCommitted {
 
 impl Liveness {
     /// First half of a mount: the incarnation its work must bind to, or why it must not run.
-    /// Lock-free; see the [module documentation](self).
+    /// Lock-free; nothing is held until [`Liveness::commit_mount`] or the drop of the [`PendingMount`].
     pub fn begin_mount(&self, client: ClientId, token: Option<Incarnation>) -> Result<PendingMount, MountRefused> {
         match self.registry.slot(client) {
             Some(Slot::Live(rec)) => {
