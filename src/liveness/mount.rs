@@ -143,3 +143,72 @@ impl Liveness {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use crate::config::LivenessConfig;
+    use crate::monitor::Monitor;
+    use crate::sync::CellArc;
+
+    fn live() -> (CellArc<ManualClock>, Liveness) {
+        let clock = CellArc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms: 1_000,
+            monitor_tick_ms: 100,
+            ..LivenessConfig::default()
+        };
+        let dyn_clock: CellArc<dyn Clock> = clock.clone();
+        (clock, Liveness::new(dyn_clock, config))
+    }
+
+    #[test]
+    fn abort_creates_nothing_and_commit_publishes() {
+        let (_, l) = live();
+        let p = l.begin_mount(ClientId(1), None).unwrap();
+        assert!(p.creates());
+        drop(p);
+        assert!(
+            l.registry().slot(ClientId(1)).is_none(),
+            "an aborted first mount leaves no trace"
+        );
+        let c = l.commit_mount(l.begin_mount(ClientId(1), None).unwrap()).unwrap();
+        assert!(c.created && c.record.is_serving());
+        assert_eq!(
+            l.begin_mount(ClientId(1), Some(Incarnation(9))).unwrap_err(),
+            MountRefused::StaleToken
+        );
+        assert!(!l.begin_mount(ClientId(1), Some(Incarnation(1))).unwrap().creates());
+    }
+
+    #[test]
+    fn concurrent_first_mounts_one_publishes() {
+        let (_, l) = live();
+        let a = l.begin_mount(ClientId(2), None).unwrap();
+        let b = l.begin_mount(ClientId(2), None).unwrap();
+        assert!(l.commit_mount(a).is_ok());
+        assert_eq!(l.commit_mount(b).unwrap_err(), LostReason::Raced);
+    }
+
+    #[test]
+    fn offline_between_the_halves_loses_the_mount_and_then_bars_it() {
+        let (clock, l) = live();
+        let mut m = Monitor::new(&l);
+        let _ = l.commit_mount(l.begin_mount(ClientId(3), None).unwrap()).unwrap();
+        m.tick(&l);
+        let pending = l.begin_mount(ClientId(3), None).unwrap();
+        let mut jobs = Vec::new();
+        for _ in 0..25 {
+            clock.advance_ms(100);
+            jobs.extend(m.tick(&l).jobs);
+        }
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(l.commit_mount(pending).unwrap_err(), LostReason::WentOffline);
+        assert_eq!(
+            l.begin_mount(ClientId(3), None).unwrap_err(),
+            MountRefused::Offboarding(Incarnation(1))
+        );
+    }
+}
