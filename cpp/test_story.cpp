@@ -347,3 +347,23 @@ TEST(Boundary, OutOfRangeStepAnswerIsCountedAndRetried) {
     EXPECT_EQ(st.jobs_completed, 1u);
     mlv_core_free(core);
 }
+
+TEST(Config, LegacyKeysFromTextAndReload) {
+    ml::Options o;
+    o.config_text = "{\"client_live_ttl_sec\": 2, \"rpc_port\": 50051}";  // JSON, legacy alias
+    o.config.monitor_tick_ms = 100;
+    o.manual_clock = true;
+    auto c = ml::Core::create(std::move(o));
+    ASSERT_TRUE(c.ok()) << ml::last_error();
+    ml::Core core = std::move(c).value();
+    ml::Handle h = mount(core, A);
+    run_for(core, 1900);
+    EXPECT_TRUE(h.is_serving()) << "active TTL is 2 s from the legacy key";
+    run_for(core, 300);
+    EXPECT_FALSE(h.is_serving());
+    MlvConfig shorter{};
+    shorter.active_ttl_ms = 1000;
+    shorter.suspicion_ttl_ms = 1000;
+    EXPECT_TRUE(core.reload(shorter).ok());
+    EXPECT_EQ(core.reload(MlvConfig{}, "client_suspicion_ttl_sec: -1").status(), ml::Status::InvalidParams);
+}
