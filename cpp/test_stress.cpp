@@ -57,6 +57,9 @@ TEST(Stress, PingsMountsHandlesMonitorAndOffboardingTogether) {
     o.config.offboarding_retry_backoff_ms = 5;
     o.config.offboarding_retry_max_backoff_ms = 20;
     o.config.shutdown_drain_ms = 500;
+    // On a loaded machine late ticks would count as master stalls and push every deadline out;
+    // the stress is about concurrency, so the stall brake is off.
+    o.config_text = "stall_brake: false\n";
     o.callbacks = cb;
     auto created = ml::Core::create(std::move(o));
     ASSERT_TRUE(created.ok()) << ml::last_error();
@@ -100,13 +103,14 @@ TEST(Stress, PingsMountsHandlesMonitorAndOffboardingTogether) {
             }
         });
     }
-    // One mount/remount thread over every client: clients 32..47 go Offline, get offboarded,
-    // and mount a new incarnation when the barrier lifts.
+    // One mount/remount thread over every client, one every 20 ms (a remount is a liveness
+    // signal, so a full cycle, ~1 s, must be far longer than the 120 ms to Offline): clients
+    // 32..47 go Offline, get offboarded, and mount a new incarnation when the barrier lifts.
     threads.emplace_back([&] {
         uint64_t i = 0;
         while (!stop.load(std::memory_order_relaxed)) {
             mount_one(i++ % kClients);
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     });
     // 2 handle checkers: is_serving implies should_retain, for every handle at every read.
