@@ -3,9 +3,10 @@
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
 # (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
 # model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the full
-# simulate scenario in release, a build check of the fuzz crate, the loom models in their own
-# target dir, and the conformance harness against the real mooncake_master (PyPI wheel, in a
-# network namespace of its own; ~2-3 min).
+# simulate scenario in release, a build check of the fuzz crate, the C ABI (ffi crate tests,
+# scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan, the C++ example), the loom
+# models in their own target dir, and the conformance harness against the real mooncake_master
+# (PyPI wheel, in a network namespace of its own; ~2-3 min).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,11 @@ cargo test --locked --release --test sim_simulate -- --ignored
 
 step "fuzz crate builds"
 (cd fuzz && cargo check --locked --quiet)
+
+step "C ABI: FFI crate tests, then C++ tests (plain, ASan+UBSan, TSan) and the example"
+cargo clippy --quiet -p mooncake-liveness-ffi --all-targets -- -D warnings
+cargo test --quiet -p mooncake-liveness-ffi
+scripts/cpp.sh
 
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
 scripts/loom.sh

@@ -33,6 +33,7 @@ pub mod loadtest;
 pub mod master;
 pub mod monitor;
 pub mod offboarding;
+pub mod persist;
 pub mod sim;
 pub mod snapshot;
 pub(crate) mod sync;

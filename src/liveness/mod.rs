@@ -17,10 +17,12 @@
 //!   the monitor through a short inbox (the only lock here; Ping never takes it).
 //! - Time is the [`LivenessClock`]: base time minus detected master stalls.
 
+mod mount;
 pub mod record;
 pub mod registry;
 pub mod word;
 
+pub use mount::{MountCommitted, MountRefused, PendingMount};
 pub use record::{Applied, ClientLivenessRecord};
 pub use registry::{Registry, Slot, DEFAULT_SHARDS};
 pub use word::{Change, LivenessState, Seq, Ttls, Word};
@@ -28,7 +30,6 @@ pub use word::{Change, LivenessState, Seq, Ttls, Word};
 use crate::clock::{Clock, LivenessClock};
 use crate::config::{ConfigHandle, LivenessConfig};
 use crate::sync::{Arc, AtomicU64, AtomicUsize, CachePadded, CellArc, Mutex, Ordering};
-use registry::PublishError;
 use std::fmt;
 
 /// A client id (Mooncake's UUID pair as one `u128`).
@@ -269,83 +270,35 @@ impl Liveness {
     ///
     /// `op` must register its resources where offboarding will find them *before* returning, so
     /// that an Offline commit that wins either sees them or makes this mount `Lost`.
+    ///
+    /// This is [`Liveness::begin_mount`] → `op` → [`Liveness::commit_mount`] (module `mount`).
     pub fn mount<T, E>(
         &self,
         client: ClientId,
         token: Option<Incarnation>,
         op: impl FnOnce(&Arc<ClientLivenessRecord>) -> Result<T, E>,
     ) -> MountOutcome<T, E> {
-        match self.registry.slot(client) {
-            Some(Slot::Live(rec)) => self.mount_existing(rec, token, op),
-            Some(Slot::Vacant(last)) => self.mount_new(client, Some(last), token, op),
-            None => self.mount_new(client, None, token, op),
-        }
-    }
-
-    fn mount_existing<T, E>(
-        &self,
-        rec: Arc<ClientLivenessRecord>,
-        token: Option<Incarnation>,
-        op: impl FnOnce(&Arc<ClientLivenessRecord>) -> Result<T, E>,
-    ) -> MountOutcome<T, E> {
-        if token.is_some_and(|t| t != rec.incarnation()) {
-            return MountOutcome::StaleToken;
-        }
-        if !rec.should_retain() {
-            return MountOutcome::Offboarding(rec.incarnation());
-        }
-        let value = match op(&rec) {
+        let pending = match self.begin_mount(client, token) {
+            Ok(p) => p,
+            Err(MountRefused::Offboarding(incarnation)) => return MountOutcome::Offboarding(incarnation),
+            Err(MountRefused::StaleToken) => return MountOutcome::StaleToken,
+        };
+        let value = match op(pending.record()) {
             Ok(v) => v,
             Err(e) => return MountOutcome::Failed(e),
         };
-        match rec.signal_at(|| self.clock.now_ms(), self.ttls()) {
-            Applied::Offline => MountOutcome::Lost(value, LostReason::WentOffline),
-            applied => MountOutcome::Mounted {
+        match self.commit_mount(pending) {
+            Ok(MountCommitted {
+                record,
+                created,
+                recovered,
+            }) => MountOutcome::Mounted {
                 value,
-                recovered: self.recovery(&rec, &applied, Cause::RecoveredByMount),
-                record: rec,
-                created: false,
+                record,
+                created,
+                recovered,
             },
-        }
-    }
-
-    fn mount_new<T, E>(
-        &self,
-        client: ClientId,
-        last: Option<Incarnation>,
-        token: Option<Incarnation>,
-        op: impl FnOnce(&Arc<ClientLivenessRecord>) -> Result<T, E>,
-    ) -> MountOutcome<T, E> {
-        if token.is_some() {
-            // The token names an incarnation that no longer exists: the client must mount
-            // without one to start a new incarnation.
-            return MountOutcome::StaleToken;
-        }
-        let incarnation = last.map_or(Incarnation::FIRST, Incarnation::next);
-        let now = self.clock.now_ms();
-        let rec = Arc::new(ClientLivenessRecord::new(
-            client,
-            incarnation,
-            now,
-            self.ttls().active_ms,
-        ));
-        let value = match op(&rec) {
-            Ok(v) => v,
-            Err(e) => return MountOutcome::Failed(e),
-        };
-        // The first signal is the mount itself; refresh it to the time the work finished.
-        rec.signal_at(|| self.clock.now_ms(), self.ttls());
-        match self.registry.publish(rec.clone(), last) {
-            Ok(()) => {
-                self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
-                MountOutcome::Mounted {
-                    value,
-                    record: rec,
-                    created: true,
-                    recovered: None,
-                }
-            }
-            Err(PublishError::Raced) => MountOutcome::Lost(value, LostReason::Raced),
+            Err(reason) => MountOutcome::Lost(value, reason),
         }
     }
 

@@ -360,28 +360,13 @@ impl Restorer<'_> {
 
     /// Records: Active with a fresh active TTL and not ready, or Offline with a re-minted job.
     fn clients(&mut self) -> Result<Vec<ClientOffboardingJob>, SnapshotError> {
-        let live = &self.m.live;
-        for (id, last) in &self.snap.vacant {
-            if !live.registry().restore_vacant(ClientId(*id), Incarnation(*last)) {
-                return Err(bad(format!("client {id} listed twice")));
-            }
-        }
-        let now = live.clock().base().now_ms();
-        let mut jobs = Vec::new();
-        for c in &self.snap.clients {
-            let (id, inc) = (ClientId(c.id), Incarnation(c.incarnation));
-            let (rec, proof) = live
-                .restore_incarnation(id, inc, c.job.is_some())
-                .ok_or_else(|| bad(format!("client {} listed twice", c.id)))?;
-            if let (Some(j), Some(proof)) = (&c.job, proof) {
-                // Stamped with the restore time: job-age metrics are this process's clock.
-                let mut job = ClientOffboardingJob::from_commit(rec.clone(), proof, now);
-                job.restore_progress(&j.steps_done, j.attempts);
-                jobs.push(job);
-            }
-            self.records.insert((c.id, c.incarnation), rec);
-        }
-        Ok(jobs)
+        let restored = crate::persist::restore_clients(&self.m.live, &self.snap.clients, &self.snap.vacant)?;
+        self.records = restored
+            .records
+            .into_iter()
+            .map(|rec| ((rec.client().0, rec.incarnation().0), rec))
+            .collect();
+        Ok(restored.jobs)
     }
 
     fn segments(&mut self) -> Result<(), SnapshotError> {

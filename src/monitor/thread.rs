@@ -19,14 +19,23 @@ pub struct MonitorThread {
 
 impl MonitorThread {
     /// Spawns the monitor loop for `liveness`; every tick's report goes to `sink`.
-    pub fn spawn<F>(liveness: Arc<Liveness>, mut sink: F) -> std::io::Result<Self>
+    pub fn spawn<F>(liveness: Arc<Liveness>, sink: F) -> std::io::Result<Self>
+    where
+        F: FnMut(TickReport) + Send + 'static,
+    {
+        let monitor = Monitor::new(&liveness);
+        Self::spawn_monitor(liveness, monitor, sink)
+    }
+
+    /// As [`MonitorThread::spawn`], continuing `monitor` (e.g. one stepped by hand so far, or
+    /// one a previous [`MonitorThread::stop`] returned): its wheel keeps every armed entry.
+    pub fn spawn_monitor<F>(liveness: Arc<Liveness>, mut monitor: Monitor, mut sink: F) -> std::io::Result<Self>
     where
         F: FnMut(TickReport) + Send + 'static,
     {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = thread::Builder::new().name("liveness-monitor".into()).spawn(move || {
-            let mut monitor = Monitor::new(&liveness);
             let tick = Duration::from_millis(monitor.tick_ms());
             // Acquire: pairs with the Release store in `stop`.
             while !flag.load(Ordering::Acquire) {

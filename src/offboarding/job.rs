@@ -200,6 +200,11 @@ impl ClientOffboardingJob {
         self.attempts
     }
 
+    /// Batches of the step in progress already run in this attempt ([`Progress::More`] answers).
+    pub fn step_batches(&self) -> u32 {
+        self.step_batches
+    }
+
     /// Has `step` completed?
     pub fn is_done(&self, step: Step) -> bool {
         self.done & step.bit() != 0
