@@ -3,7 +3,7 @@
 //!
 //! # What it is
 //!
-//! A thin protocol layer over crossbeam's lock-free [`SegQueue`](crossbeam_queue::SegQueue):
+//! A thin protocol layer over crossbeam's lock-free [`SegQueue`]:
 //! the jobs live in the `SegQueue`; this module adds what the offboarding executor needs and
 //! `SegQueue` does not have: a **capacity** (a push beyond it hands the job back as
 //! [`PushError::Full`]), a **close** (later pushes hand the job back as [`PushError::Closed`]),
