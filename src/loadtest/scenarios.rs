@@ -277,8 +277,9 @@ fn script(
     Ok(extra)
 }
 
-/// `--joiners` clients ReMount one segment each, released together by a barrier; each starts
-/// pinging once its ReMount returned.
+/// `--joiners` clients ReMount one segment each, released together by a barrier. Each pings
+/// from the moment its ReMount starts, as a real client's heartbeat thread does while its
+/// (asynchronous) ReMount is in flight.
 fn join_storm(ctx: &Ctx<'_>) -> Result<Vec<Recorder>, String> {
     let opts = ctx.opts;
     let first = ctx.clients.len() - opts.joiners;
@@ -295,12 +296,12 @@ fn join_storm(ctx: &Ctx<'_>) -> Result<Vec<Recorder>, String> {
                     }];
                     let mut rec = Recorder::default();
                     barrier.wait();
+                    ctx.set_pinging(c, true);
                     let t0 = Instant::now();
                     let r = ctx.paths.remount(name, &specs);
                     let at = ctx.now_us();
                     rec.op(Op::Mount, BEFORE, t0.elapsed().as_micros() as u64, at, r.is_ok());
                     r.map_err(|e| format!("join-storm: remount of {name} failed: {e}"))?;
-                    ctx.set_pinging(c, true);
                     Ok(rec)
                 })
             })

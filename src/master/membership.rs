@@ -92,7 +92,7 @@ impl MasterCore {
     pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
         self.mount_segments(client, None, specs, true)?;
         if let Some(id) = self.names.lookup(client) {
-            self.reconcile_walk(id);
+            self.reconcile_walk(id, specs);
         }
         Ok(())
     }
@@ -203,25 +203,43 @@ impl MasterCore {
         }
     }
 
-    /// The post-promotion reconciliation pass of ReMount: every shard, one at a time, counting
-    /// the client's replicas whose segment still serves reads (Mooncake's ReMount rebuilds its
-    /// per-client view the same way, shard by shard). Returns the count.
-    pub(super) fn reconcile_walk(&self, client: ClientId) -> usize {
-        let mut found = 0;
+    /// The post-promotion reconciliation pass of ReMount, shaped after main's HA standby
+    /// adoption (`ReMountSegment` step 6: walk all shards, match each memory replica to the
+    /// remounted segments by name, rebuild those segments' allocator view from the matches):
+    /// every shard, one lock at a time, every replica's segment name compared with `specs`, and
+    /// the matched keys and bytes gathered into a rebuilt view per segment. Unlike main it swaps
+    /// nothing in — a restore already rebuilt the live allocators from the snapshot — so it
+    /// only checks the rebuilt view against them and returns the replicas matched.
+    pub(super) fn reconcile_walk(&self, client: ClientId, specs: &[SegmentSpec]) -> usize {
+        let mut rebuilt: BTreeMap<&str, (u64, std::collections::BTreeSet<String>)> = BTreeMap::new();
         for i in 0..self.shards.len() {
             let shard = self.shards.lock(i);
-            for obj in shard.objects.values() {
-                found += obj
-                    .replicas
-                    .iter()
-                    .filter(|r| {
-                        r.owner().client() == client
-                            && r.segment_ref().is_none_or(|s| s.lifecycle().permits(Purpose::Read))
-                    })
-                    .count();
+            for (key, obj) in shard.objects.iter() {
+                for r in &obj.replicas {
+                    let Some(seg) = r.segment_ref() else { continue };
+                    if let Some(spec) = specs.iter().find(|s| s.segment == seg.name) {
+                        if seg.owner.client() == client && seg.lifecycle().permits(Purpose::Read) {
+                            let view = rebuilt.entry(spec.segment.as_str()).or_default();
+                            view.0 += obj.size;
+                            view.1.insert(key.clone());
+                        }
+                    }
+                }
             }
         }
-        found
+        let matched = rebuilt.values().map(|v| v.1.len()).sum();
+        for (name, (bytes, keys)) in &rebuilt {
+            if let Some(seg) = self.segments().by_name(name).cloned() {
+                let live = seg.alloc();
+                // Concurrent requests may have moved the live view since a shard was walked:
+                // a difference is reported, never "repaired" over their changes.
+                if live.keys.len() != keys.len() || live.used < *bytes {
+                    tracing::debug!(segment = %name, walked = keys.len(), live = live.keys.len(),
+                        "remount walk saw a different allocator view (concurrent requests)");
+                }
+            }
+        }
+        matched
     }
 
     /// MountLocalDiskSegment: registers the client's SSD; a liveness signal when it succeeds.
