@@ -25,7 +25,7 @@
 //! | 8 | three independent axes | `record::readiness_is_independent_of_liveness`, `snapshot_restore::failover_with_a_suspected_client_restores_it_active_with_a_fresh_ttl_not_ready` | — | — |
 //! | 9 | one serving rule; retain iff Active or Suspected | `eligibility::table`, `master_seam::master_asks_the_seam` (lint), `master_paths::*`, `master_paths::eviction_frees_room_but_never_evicts_a_suspected_owners_replicas` | — | — |
 //! | 10 | no new dependency on a non-Active incarnation; allocation vs transition | `master_paths::suspected_owner_is_never_allocated_and_all_suspected_is_no_handle`, `…::copy_move_never_use_a_suspected_source_target_or_executor`, `…::tasks_are_held_while_suspected_and_delivered_after_recovery`, `…::drain_never_selects_a_suspected_owners_segment`, `…::offload_is_held_while_suspected_and_resumes_after_recovery`, `…::promotion_needs_an_active_local_disk_owner` | `alloc_commit_vs_offline::alloc_commit_vs_offline_sweep` (+ the broken variant that must fail), `mount_commit_vs_monitor::mount_vs_offline_sweep` | — |
-//! | 11 | work already started converges | `master_paths::end_and_revoke_are_accepted_while_the_owner_is_suspected`, `…::callbacks_from_suspected_accepted_from_offline_or_unknown_refused` (partial: see [Gaps](#gaps)) | — | — |
+//! | 11 | work already started converges | `master_paths::end_and_revoke_are_accepted_while_the_owner_is_suspected`, `…::callbacks_from_suspected_accepted_from_offline_or_unknown_refused`, `master_defects::put_callbacks_know_their_writer` | — | — |
 //! | 12 | hot-path cost: one load, Ping takes no data-plane lock | `record::record_in_its_arc_is_one_cache_line`; benches eligibility/\*, ping/\*, ping/during_offboarding (`BENCHMARKS.md`) | — | — |
 //! | 13 | fencing across incarnations | `master_paths::new_incarnation_never_revives_old_resources`, `liveness_transitions::offline_is_a_barrier_until_the_job_completes_then_next_incarnation` | `registry_barrier_vs_erase::stale_erase_vs_new_incarnation`, `…::stale_token_ping_vs_new_incarnation` | — |
 //! | 14 | barrier until the job completes | `offboarding_retry::every_step_with_1_3_and_10_failures_completes_cleanly`, `…::a_job_that_keeps_failing_stays_visible_and_keeps_its_barrier`, `snapshot_restore::failover_with_a_pending_job_resumes_it_and_keeps_the_barrier` | `registry_barrier_vs_erase::mount_vs_complete_offboarding`, `…::two_first_mounts` | — |
@@ -51,11 +51,11 @@
 //!   `OfflineCommitted` having no public constructor (only the record's winning CAS makes one);
 //!   the loom models and the differential fuzzer count jobs in the races and sequences they
 //!   reach, which is evidence, not proof.
-//! - **Invariant 11 cannot show Offline writers refused on put_end / put_revoke.** In the
-//!   reference master these two calls name only the object key, not the writer, so there is no
-//!   writer whose liveness they could check, and no test can show them refusing an Offline one.
-//!   The master is being reworked to carry the writer; until then the row covers only the
-//!   Suspected-owner half (accepted, and quota converges).
+//! - **Invariant 11 and anonymous writers.** `put_end`/`put_revoke` without a writer (the
+//!   trace format's lines, which name only the key) cannot refuse an Offline writer; the
+//!   writer-carrying `put_as`/`put_end_as`/`put_revoke_as` do
+//!   (`master_defects::put_callbacks_know_their_writer`). The writer is not persisted in
+//!   snapshots, so after a failover an object's callbacks are anonymous again.
 //! - **The Offline-but-not-yet-erased task_done branch is untested.** `task_done` refuses a
 //!   callback from an executor whose incarnation is Offline but still in the registry
 //!   (`UnavailableInCurrentStatus`). The callback test reaches only a Suspected executor
