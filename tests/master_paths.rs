@@ -4,7 +4,7 @@
 mod common;
 
 use common::master::M;
-use mooncake_liveness::master::{MasterError, MasterEvent, MasterOptions, ReplicaDesc};
+use mooncake_liveness::master::{MasterError, MasterEvent, MasterOptions, ReplicaDesc, SegmentSpec};
 use mooncake_liveness::{Clock, LivenessState, PingStatus};
 
 fn segs(r: &[ReplicaDesc]) -> Vec<&str> {
@@ -421,4 +421,22 @@ fn random_allocation_on_a_large_table_picks_distinct_serving_segments() {
         "replicas spread over the serving segments: {}",
         used.len()
     );
+}
+
+#[test]
+fn the_adoption_walk_matches_the_remounted_segments_replicas() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 20).unwrap();
+    for i in 0..6 {
+        m.at(0).put(&format!("k{i}"), 10, 2).unwrap();
+    }
+    let specs = [SegmentSpec {
+        segment: "s1".into(),
+        size: 1 << 20,
+    }];
+    m.at(0).remount("c1", &specs).unwrap();
+    assert_eq!(m.m.adoption_walk("c1", &specs), 6, "every object has one replica on s1");
+    assert_eq!(m.m.adoption_walk("c2", &specs), 0, "s1 is not c2's");
+    assert_eq!(m.m.adoption_walk("nobody", &specs), 0);
 }

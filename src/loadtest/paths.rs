@@ -86,8 +86,10 @@ impl MasterPaths for Master {
     }
 
     fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
-        // Includes the walk over every metadata shard, one shard lock at a time.
-        MasterCore::remount(self, client, specs)
+        // The post-promotion ReMount: the walk over every metadata shard, one lock at a time.
+        MasterCore::remount(self, client, specs)?;
+        std::hint::black_box(self.adoption_walk(client, specs));
+        Ok(())
     }
 
     fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError> {

@@ -87,14 +87,29 @@ impl MasterCore {
 
     /// ReMount after `NEED_REMOUNT`: re-announces `specs` (an empty list is valid) and makes the
     /// incarnation ready. All-or-nothing: one invalid segment fails the whole call. Like
-    /// Mooncake's post-promotion ReMount it then walks every metadata shard (one at a time) to
-    /// reconcile the client's replicas; the walk holds no lock a Ping or another client needs.
+    /// Mooncake's post-promotion ReMount, when a re-announced segment was restored from a
+    /// snapshot and not adopted yet, it then walks every metadata shard (one at a time,
+    /// [`MasterCore::adoption_walk`]); the walk holds no lock a Ping or another client needs.
     pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
         self.mount_segments(client, None, specs, true)?;
-        if let Some(id) = self.names.lookup(client) {
-            self.reconcile_walk(id, specs);
+        let adopt = {
+            let segments = self.segments();
+            specs
+                .iter()
+                .filter_map(|s| segments.by_name(&s.segment))
+                .fold(false, |any, seg| seg.take_adoption() | any)
+        };
+        if adopt {
+            self.adoption_walk(client, specs);
         }
         Ok(())
+    }
+
+    /// The post-promotion adoption walk of `client`'s ReMount of `specs` (see
+    /// [`MasterCore::remount`]); callable on its own (the load test's join storm runs it for
+    /// every joiner, as main's ReMount does after an HA promotion). Returns the replicas matched.
+    pub fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+        self.names.lookup(client).map_or(0, |id| self.reconcile_walk(id, specs))
     }
 
     fn mount_segments(

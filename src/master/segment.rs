@@ -18,7 +18,7 @@
 
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
 use crate::liveness::{ClientId, ClientLivenessRecord};
-use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, CellArc, Mutex, MutexGuard, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A segment's lifecycle, independent of its owner's liveness (invariant 8).
@@ -82,6 +82,9 @@ pub struct Segment {
     /// The incarnation that mounted it; a later incarnation never makes it serve (invariant 13).
     pub owner: Arc<ClientLivenessRecord>,
     lifecycle: AtomicU64,
+    /// Restored from a snapshot and not yet re-announced by its owner's ReMount (the
+    /// post-promotion adoption walk runs once per such segment).
+    awaiting_adoption: AtomicBool,
     alloc: Mutex<SegmentAlloc>,
 }
 
@@ -102,6 +105,7 @@ impl Segment {
             size,
             owner,
             lifecycle: AtomicU64::new(lifecycle.index()),
+            awaiting_adoption: AtomicBool::new(false),
             alloc: Mutex::new(SegmentAlloc::default()),
         }
     }
@@ -109,6 +113,17 @@ impl Segment {
     /// The lifecycle now (one load).
     pub fn lifecycle(&self) -> Lifecycle {
         Lifecycle::from_index(self.lifecycle.load(Ordering::Acquire))
+    }
+
+    /// Marks a segment restored from a snapshot: its owner's next ReMount adopts it.
+    pub(crate) fn mark_restored(&self) {
+        self.awaiting_adoption.store(true, Ordering::Relaxed);
+    }
+
+    /// Takes the adoption mark (`true` once, for the first ReMount after a restore). Relaxed:
+    /// it only decides whether a read-only walk runs.
+    pub(crate) fn take_adoption(&self) -> bool {
+        self.awaiting_adoption.swap(false, Ordering::Relaxed)
     }
 
     pub(crate) fn set_lifecycle(&self, l: Lifecycle) {

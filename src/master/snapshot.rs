@@ -383,6 +383,7 @@ impl Restorer<'_> {
                 .name(owner.client())
                 .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             let seg = table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
+            seg.mark_restored();
             self.segments.insert(s.name.as_str(), seg);
         }
         Ok(())
