@@ -5,17 +5,25 @@
 //! successful mount) and the monitor.
 //!
 //! ```text
-//!  63                                   24 23                     2 1   0
-//! +---------------------------------------+------------------------+-----+
-//! |          deadline_ms (40 bits)        |    seq (22 bits)       |state|
-//! +---------------------------------------+------------------------+-----+
+//!  63  62 61                    40 39                                    0
+//! +-----+------------------------+----------------------------------------+
+//! |state|    seq (22 bits)       |          deadline_ms (40 bits)         |
+//! +-----+------------------------+----------------------------------------+
 //! ```
 //!
 //! | field | bits | meaning |
 //! |---|---|---|
-//! | `state` | 0..2 | [`LivenessState`]: `Active` = 0, `Suspected` = 1, `Offline` = 2 (3 is never written) |
-//! | `seq` | 2..24 | transition sequence: +1 on every state change, wraps at 2^22 |
-//! | `deadline_ms` | 24..64 | liveness-clock milliseconds: **Active**: when the incarnation becomes due for suspicion (last accepted signal + active TTL); **Suspected**: when it becomes due for Offline (the tick that *committed* Suspected + suspicion TTL); **Offline**: when Offline was committed |
+//! | `state` | 62..64 | [`LivenessState`]: `Active` = 0, `Suspected` = 1, `Offline` = 2 (3 is never written; it decodes, and is checked, as Offline) |
+//! | `seq` | 40..62 | transition sequence: +1 on every state change, wraps at 2^22 |
+//! | `deadline_ms` | 0..40 | liveness-clock milliseconds: **Active**: when the incarnation becomes due for suspicion (last accepted signal + active TTL); **Suspected**: when it becomes due for Offline (the tick that *committed* Suspected + suspicion TTL); **Offline**: when Offline was committed |
+//!
+//! Why the state is in the top bits: the serving check is then one unsigned compare of the
+//! whole word against a constant (`raw < 1 << 62`: Active), and the retention check is the
+//! sign bit (`raw < 1 << 63`: Active or Suspected). On x86-64 the compare takes its operand
+//! straight from memory and feeds a counter or a branch through the carry flag, with no mask:
+//! a router's loop over replicas pays one pointer load and one compare per replica (with the
+//! state in the low bits it paid a mask and a compare more, ~1.8× the loop without any check;
+//! `BENCHMARKS.md`, `eligibility/word`).
 //!
 //! Why the deadline is in the word rather than in a second atomic: a ping that lands while the
 //! monitor is deciding to suspect must make the monitor's CAS fail. With the deadline in the
@@ -36,12 +44,16 @@ pub const STATE_BITS: u32 = 2;
 pub const SEQ_BITS: u32 = 22;
 /// Bits of the deadline (liveness-clock milliseconds): about 34.8 years.
 pub const DEADLINE_BITS: u32 = 64 - STATE_BITS - SEQ_BITS;
-const SEQ_SHIFT: u32 = STATE_BITS;
-const DEADLINE_SHIFT: u32 = STATE_BITS + SEQ_BITS;
-const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
+const SEQ_SHIFT: u32 = DEADLINE_BITS;
+const STATE_SHIFT: u32 = DEADLINE_BITS + SEQ_BITS;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+const DEADLINE_MASK: u64 = (1 << DEADLINE_BITS) - 1;
+/// Raw words below this are Active (state bits 00).
+const ACTIVE_BELOW: u64 = 1 << STATE_SHIFT;
+/// Raw words below this are Active or Suspected (state bits 00 or 01): the sign bit is clear.
+const RETAINED_BELOW: u64 = 2 << STATE_SHIFT;
 /// The largest representable deadline; later deadlines saturate here.
-pub const MAX_DEADLINE_MS: u64 = (1 << DEADLINE_BITS) - 1;
+pub const MAX_DEADLINE_MS: u64 = DEADLINE_MASK;
 
 const STATE_ACTIVE: u64 = 0;
 const STATE_SUSPECTED: u64 = 1;
@@ -127,7 +139,7 @@ impl Word {
     pub fn pack(state: LivenessState, seq: Seq, deadline_ms: u64) -> Word {
         debug_assert!(u64::from(seq.0) <= SEQ_MASK, "seq {} exceeds {SEQ_BITS} bits", seq.0);
         let deadline = deadline_ms.min(MAX_DEADLINE_MS);
-        Word(state.bits() | (u64::from(seq.0) << SEQ_SHIFT) | (deadline << DEADLINE_SHIFT))
+        Word((state.bits() << STATE_SHIFT) | (u64::from(seq.0) << SEQ_SHIFT) | deadline)
     }
     /// Reinterprets a raw word (as loaded from the atomic).
     pub fn from_raw(raw: u64) -> Word {
@@ -139,7 +151,7 @@ impl Word {
     }
     /// The state field.
     pub fn state(self) -> LivenessState {
-        LivenessState::from_bits(self.0 & STATE_MASK)
+        LivenessState::from_bits(self.0 >> STATE_SHIFT)
     }
     /// The transition sequence.
     pub fn seq(self) -> Seq {
@@ -147,7 +159,7 @@ impl Word {
     }
     /// The deadline (see the module table for its meaning per state).
     pub fn deadline_ms(self) -> u64 {
-        self.0 >> DEADLINE_SHIFT
+        self.0 & DEADLINE_MASK
     }
     /// A fresh Active word for a new incarnation whose first signal is at `now_ms`.
     pub fn first(now_ms: u64, active_ttl_ms: u64) -> Word {
@@ -167,15 +179,15 @@ impl Word {
     pub fn is_retained(self) -> bool {
         Self::raw_is_retained(self.0)
     }
-    /// `true` iff the raw word is Active (see [`Word::is_active`]).
+    /// `true` iff the raw word is Active (see [`Word::is_active`]): one compare, no mask.
     #[inline]
     pub fn raw_is_active(raw: u64) -> bool {
-        raw & STATE_MASK == STATE_ACTIVE
+        raw < ACTIVE_BELOW
     }
-    /// `true` iff the raw word is Active or Suspected (resources are kept).
+    /// `true` iff the raw word is Active or Suspected (resources are kept): the sign bit.
     #[inline]
     pub fn raw_is_retained(raw: u64) -> bool {
-        raw & STATE_MASK != STATE_OFFLINE
+        raw < RETAINED_BELOW
     }
 }
 
@@ -318,9 +330,15 @@ mod tests {
     fn layout_constants() {
         assert_eq!(STATE_BITS + SEQ_BITS + DEADLINE_BITS, 64);
         assert_eq!(MAX_DEADLINE_MS, (1u64 << 40) - 1);
-        assert_eq!(w(Offline, 0, 0).raw(), 2);
-        assert_eq!(w(Active, 1, 0).raw(), 1 << 2);
-        assert_eq!(w(Active, 0, 1).raw(), 1 << 24);
+        assert_eq!(w(Offline, 0, 0).raw(), 2 << 62);
+        assert_eq!(w(Suspected, 0, 0).raw(), 1 << 62);
+        assert_eq!(w(Active, 1, 0).raw(), 1 << 40);
+        assert_eq!(w(Active, 0, 1).raw(), 1);
+        // The extreme Active and Suspected words stay below their thresholds.
+        assert!(w(Active, (1 << SEQ_BITS) - 1, u64::MAX).is_active());
+        assert!(w(Suspected, (1 << SEQ_BITS) - 1, u64::MAX).is_retained());
+        assert!(!w(Suspected, 0, 0).is_active());
+        assert!(!w(Offline, 0, 0).is_retained());
     }
 
     #[test]
@@ -336,9 +354,15 @@ mod tests {
             let raw = w(s, 7, 99).raw();
             assert_eq!(Word::raw_is_active(raw), active, "{s:?}");
             assert_eq!(Word::raw_is_retained(raw), retained, "{s:?}");
+            assert_eq!(w(s, 7, 99).state(), s);
             assert_eq!(Word::from_raw(raw).is_active(), active, "{s:?}");
             assert_eq!(Word::from_raw(raw).is_retained(), retained, "{s:?}");
         }
+        // State 3 is never written; it fails closed everywhere: decoded, served and retained
+        // as Offline.
+        let three = Word::from_raw((3 << 62) | 99);
+        assert_eq!(three.state(), Offline);
+        assert!(!three.is_active() && !three.is_retained());
     }
 
     /// Every (state, event) pair, before and at/after the deadline.

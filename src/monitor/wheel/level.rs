@@ -13,10 +13,21 @@
 //! The exact `when` and the insertion sequence number are stored with each item: cascading
 //! needs the `when` to re-file it, and firing sorts a slot by sequence number so that ties keep
 //! insertion order.
+//!
+//! **Spare buffers.** A bucket that empties (fired, or cascaded away) hands its buffer, with its
+//! capacity, to the level's [`SPARE_BUFFERS`] spares, and a bucket that starts to fill takes one
+//! back. In a steady fleet every slot of a level fills to about the same size, so after the first
+//! few slots no tick grows a buffer: a growing level-1 bucket (~64 ticks of re-arms, tens of MB
+//! at 1M clients) would otherwise reallocate, copy and page-fault fresh memory inside one tick,
+//! which was the slowest tick of the steady 1M bench. Memory held stays bounded: the buckets in
+//! use plus at most [`SPARE_BUFFERS`] empty buffers per level.
 
 use super::{LEVEL_BITS, SLOTS_PER_LEVEL};
 use crate::clock::Tick;
 use std::fmt;
+
+/// Empty buffers a level keeps for its next buckets to fill (module doc, "Spare buffers").
+const SPARE_BUFFERS: usize = 2;
 
 /// Mask of a bucket index.
 const BUCKET_MASK: u64 = SLOTS_PER_LEVEL as u64 - 1;
@@ -52,6 +63,8 @@ pub(crate) struct Level<T> {
     level: usize,
     occupied: u128,
     slots: Vec<Vec<Entry<T>>>,
+    /// Empty buffers (with capacity) for buckets that start to fill.
+    spare: Vec<Vec<Entry<T>>>,
 }
 
 impl<T> Level<T> {
@@ -62,6 +75,7 @@ impl<T> Level<T> {
             level,
             occupied: 0,
             slots,
+            spare: Vec::with_capacity(SPARE_BUFFERS),
         }
     }
 
@@ -73,8 +87,22 @@ impl<T> Level<T> {
     /// Files `entry` under its slot number for this level.
     pub(crate) fn push(&mut self, entry: Entry<T>) {
         let b = bucket(slot_number(entry.when, self.level));
-        self.slots[b].push(entry);
+        let slot = &mut self.slots[b];
+        if slot.capacity() == 0 {
+            if let Some(buffer) = self.spare.pop() {
+                *slot = buffer;
+            }
+        }
+        slot.push(entry);
         self.occupied |= 1 << b;
+    }
+
+    /// Keeps the (emptied) `buffer` as a spare if the level has room for one, else frees it.
+    pub(crate) fn recycle(&mut self, mut buffer: Vec<Entry<T>>) {
+        buffer.clear();
+        if buffer.capacity() > 0 && self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(buffer);
+        }
     }
 
     /// Entries filed under slot number `number`.
@@ -82,7 +110,7 @@ impl<T> Level<T> {
         self.slots[bucket(number)].len()
     }
 
-    /// Empties slot `number` and returns its entries.
+    /// Empties slot `number` and returns its entries (give the buffer back with [`Self::recycle`]).
     pub(crate) fn take_slot(&mut self, number: u64) -> Vec<Entry<T>> {
         let b = bucket(number);
         self.occupied &= !(1 << b);
@@ -97,6 +125,8 @@ impl<T> Level<T> {
         out.extend(slot.drain(keep..));
         if slot.is_empty() {
             self.occupied &= !(1 << b);
+            let buffer = std::mem::take(slot);
+            self.recycle(buffer);
         }
     }
 

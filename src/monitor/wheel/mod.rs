@@ -291,10 +291,12 @@ impl<T> Wheel<T> {
             entries.sort_unstable_by_key(|e| e.seq);
         }
         self.len -= entries.len();
-        out.extend(entries.into_iter().map(|e| {
-            debug_assert_eq!(e.when, self.elapsed, "entry fired off its tick");
+        let elapsed = self.elapsed;
+        out.extend(entries.drain(..).map(|e| {
+            debug_assert_eq!(e.when, elapsed, "entry fired off its tick");
             e.item
         }));
+        self.levels[0].recycle(entries);
     }
 
     /// Moves up to `max` entries of slot `number` of `level` down, relative to `elapsed`, which
