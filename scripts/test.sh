@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints the time elapsed since the start, so a slow step shows in the CI log.
+step() { printf '\n==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
     step "installing rustfmt and clippy"
