@@ -285,6 +285,32 @@ fn bench_snapshot(c: &mut Criterion) {
         )
     });
     g.finish();
+    restore_phase_notes(&f, &bytes);
+}
+
+/// One more restore of the same snapshot, timed phase by phase (decode, then the phases
+/// `Master::restore_timed` reports), printed as `master-note:` lines for `scripts/bench.sh`.
+fn restore_phase_notes(f: &Fixture, bytes: &[u8]) {
+    let t = Instant::now();
+    let snap = Snapshot::decode(bytes).unwrap();
+    println!(
+        "master-note: restore_1m.decode_ms={:.1}",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let (m, phases) = Master::restore_timed(
+        f.clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        &snap,
+    )
+    .unwrap();
+    for (name, d) in &phases.phases {
+        let key = name.replace([' ', ','], "_").replace("__", "_");
+        println!("master-note: restore_1m.{key}_ms={:.1}", d.as_secs_f64() * 1e3);
+    }
+    let t = Instant::now();
+    drop(m);
+    println!("master-note: restore_1m.drop_ms={:.1}", t.elapsed().as_secs_f64() * 1e3);
 }
 
 criterion::criterion_group!(
