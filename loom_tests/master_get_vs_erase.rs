@@ -16,8 +16,9 @@
 //!
 //! Can it fail? If `readable` (src/master/data.rs) described every replica instead of the
 //! serving ones, a Get starting after the Suspected commit would return `a0` and the check
-//! "Get after the victim stopped being Active returned a0" would fire. NOT YET demonstrated by
-//! running the model on deliberately broken code (time ran out; see the branch's report).
+//! "Get after the victim stopped being Active returned a0" would fire. Demonstrated
+//! 2026-12-03 at bound 3: with `readable`'s filter replaced by `|_| true`, the model fails in
+//! 1.5 s with exactly that message (line 61); the broken code was not committed.
 //!
 //! Cost (loaded 2-core machine): 10169 iterations, 6.5 s at bound 3.
 #![cfg(loom)]

@@ -27,8 +27,11 @@
 //! Can it fail? Its first version did: it asserted "Ping OK ⇒ never Offline", which a Ping at
 //! time 0 (a signal that moves no deadline) contradicts, and loom found that schedule; the
 //! check now follows invariant 7's timing. A deliberate break of the master (e.g.
-//! `Liveness::ping` answering `OK` on `Applied::Offline`) would fail the "Ping OK at t but
-//! Offline before t + A + S" check; NOT YET run on broken code (time ran out).
+//! `Liveness::ping` answering `OK` on `Applied::Offline`) fails the "Ping OK at t but
+//! Offline before t + A + S" check. Demonstrated 2026-12-03: with the `Applied::Offline =>
+//! need_remount` arm of `Liveness::ping` (src/liveness/mod.rs) removed, so an Offline record
+//! answers by readiness, the model fails in 0.8 s with "Ping OK at 10 but incarnation 1 went
+//! Offline at Some(30)"; the broken code was not committed.
 //!
 //! State space: three threads over the whole master. The preemption bound is capped at 2
 //! (`model_capped`): at bound 3 it ran for more than 10 minutes here. Cost (loaded 2-core
