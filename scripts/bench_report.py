@@ -159,6 +159,11 @@ def queue_at_most(producers, bound):
     return worst, shown, worst <= bound
 
 
+def recorded_only(m):
+    """A measurement shown beside the targets without a verdict (`ok` is None)."""
+    return None if m is None else (m[0], m[1], None)
+
+
 # (issue, target as the issue states it, measurement or None when not run).
 TARGETS = [
     (2, "`eligibility/word` ≤ 1.3× `eligibility/no_check`", at_most("eligibility/word", "eligibility/no_check", 1.3)),
@@ -174,8 +179,14 @@ TARGETS = [
      faster("monitor/worst_tick_1m", "monitor/full_scan_1m", 20)),
     (18, "`monitor/mass_expiry_100k` ≤ `monitor/full_scan_1m` / 5",
      at_most("monitor/mass_expiry_100k", "monitor/full_scan_1m", 0.2)),
-    (18, "`queue/mpsc_ours` ≤ 1.0× `queue/segqueue`, 2 producers, batch 1/32/256", queue_at_most(2, 1.0)),
-    (18, "`queue/mpsc_ours` ≤ 1.0× `queue/segqueue`, 4 producers, batch 1/32/256", queue_at_most(4, 1.0)),
+    # Issue 18 offers two ways: our queue at least as fast as SegQueue, or ours deleted and
+    # crossbeam's queue behind the same batching API, the bench then comparing the batching
+    # wrapper with a plain consumer loop. We took the second (src/offboarding/queue.rs): the
+    # ratio below is the price of the layer (capacity, close, exact drain), recorded, not a gate.
+    (18, "`queue/mpsc_ours` (SegQueue + our batching layer) vs `queue/segqueue` (plain loop), 2 producers, "
+     "batch 1/32/256: recorded (the issue's second way)", recorded_only(queue_at_most(2, 1.0))),
+    (18, "`queue/mpsc_ours` (SegQueue + our batching layer) vs `queue/segqueue` (plain loop), 4 producers, "
+     "batch 1/32/256: recorded (the issue's second way)", recorded_only(queue_at_most(4, 1.0))),
     (18, "`snapshot/restore_1m` ≤ 1.5× `snapshot/encode_1m`",
      at_most("snapshot/restore_1m", "snapshot/encode_1m", 1.5)),
     (18, "`eligibility/word` ≤ 1.3× `eligibility/no_check` (this run; the issue asks for three in a row)",
@@ -202,6 +213,9 @@ for issue, name, m in TARGETS:
         print(f"| {issue} | {name} | not measured | SKIP |")
         continue
     _, shown, ok = m
+    if ok is None:
+        print(f"| {issue} | {name} | {shown} | recorded |")
+        continue
     if not ok:
         fails.append(name)
     print(f"| {issue} | {name} | {shown} | {'PASS' if ok else '**FAIL**'} |")
