@@ -188,10 +188,14 @@ def expand_use(text):
     return out
 
 
-def absolute(base, segs):
-    """Absolute module path of `segs` written in module `base`, or None (std, external)."""
+def absolute(base, segs, mods=None):
+    """Absolute module path of `segs` written in module `base`, or None (std, external). A
+    path may also start at a child module of `base` (`use segment::Lifecycle` in a `mod.rs`)."""
     if not segs:
         return None
+    here = mods.get(base) if mods is not None else None
+    if here is not None and segs[0] in here.children:
+        return tuple(base) + tuple(segs)
     path = list(base)
     if segs[0] == "crate":
         path, segs = [], segs[1:]
@@ -214,7 +218,7 @@ def build(mods):
             if inline_path(scopes, pos):
                 continue  # a use inside an inline module is not an item of this module
             for segs, alias in expand_use(text):
-                target = absolute(path, segs)
+                target = absolute(path, segs, mods)
                 if target is None:
                     continue
                 if segs[-1] == "*":
@@ -272,7 +276,7 @@ def arrows(mods):
             refs.append((mm.start(), mm.group(1).split("::")))
         for pos, segs in refs:
             base = path + inline_path(scopes, pos)
-            target = absolute(base, segs)
+            target = absolute(base, segs, mods)
             if target is None:
                 continue
             if segs and segs[-1] == "self":
