@@ -2,8 +2,9 @@
 # The project's test command (the README's promise; .ci/run calls it).
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
 # (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
-# model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the full
-# simulate scenario in release, a build check of the fuzz crate, the C ABI (ffi crate tests,
+# model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the import
+# check (no circle between the files of src/; scripts/check_imports.py, a second), the full
+# simulate scenario in release, the embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate, the C ABI (ffi crate tests,
 # scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan, the C++ example), the loom
 # models in their own target dir, and the conformance harness against the real mooncake_master
 # (PyPI wheel, in a network namespace of its own; ~2-3 min).
@@ -36,8 +37,14 @@ step "the invariant map cites only tests, loom models, fuzz targets and paths th
 cargo test --locked --features fuzzing -- --list --format terse >target/test-list.txt 2>&1
 python3 scripts/check_invariant_map.py target/test-list.txt
 
+step "no import circle between the files of src/ (a second or two)"
+python3 scripts/check_imports.py
+
 step "the full simulate scenario (release): the qualitative story of the main job"
 cargo test --locked --release --test sim_simulate -- --ignored
+
+step "examples/embed.rs: the core embedded in a toy master, its story asserted (release, reuses the build above; ~1 s to run)"
+cargo run --locked --release --example embed
 
 step "fuzz crate builds"
 (cd fuzz && cargo check --locked --quiet)

@@ -12,6 +12,9 @@
 //! signal paths read it (Acquire). A signal that reads the credit just before the monitor adds a
 //! stall stores a deadline that is later than it needs to be; the error is always in the
 //! client's favour, never against it.
+//!
+//! Owns: time and the stall credit. Imports only `sync`; may not touch liveness state: deadlines
+//! are stored in the records' words by the record's own CAS loops, read against this clock.
 
 use crate::sync::{AtomicU64, Ordering};
 use std::fmt;

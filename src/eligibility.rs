@@ -11,6 +11,9 @@
 //! (`tests/master_seam.rs` checks the source). The owner term is one `Acquire` load of the word
 //! of a record the resource already holds (`Arc<ClientLivenessRecord>`): no lock, no lookup.
 //! NoF resources are not client-owned and never come here (invariant 20).
+//!
+//! Owns: the serve/retain decision, a pure function of a record's word and the resource. Imports
+//! only `liveness`; may not touch anything else: no write to a word, no lock, no table of the master.
 #![forbid(unsafe_code)]
 
 use crate::liveness::ClientLivenessRecord;

@@ -8,6 +8,10 @@
 //! Offline incarnation with a pending job is committed Offline again at restore, which re-mints
 //! its one job (the only way to mint one) with the recorded progress, so the remount barrier
 //! survives failover.
+//!
+//! Owns: the `clients` and `vacant` sections and their restore into a [`Liveness`]. May not touch
+//! the master's metadata (segments, objects, tasks, scratch), which `master::snapshot` adds around
+//! these, nor decide the format (`snapshot.rs`).
 #![forbid(unsafe_code)]
 
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Liveness};

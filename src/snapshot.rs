@@ -13,6 +13,11 @@
 //!
 //! Decoding never panics and never trusts the input: a truncated, corrupted or future-version
 //! snapshot is refused with a [`SnapshotError`] naming what is wrong.
+//!
+//! Owns: the format (the `*Snap` types, encode/decode, the checks on the bytes). Takes no lock and
+//! reads no live state: a master's cut is `master/snapshot/`, a bare core's sections are
+//! `persist.rs`. It names the master's `Lifecycle` and `TaskKind` and the offboarding `Step` as
+//! field types only.
 #![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};

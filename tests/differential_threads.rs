@@ -24,6 +24,9 @@ use mooncake_liveness::{
     complete_client_offboarding, ClientId, ClientOffboardingJob, Clock, Incarnation, Liveness, LivenessConfig,
     LivenessEvent, LivenessState, ManualClock, Monitor, MountOutcome, PingStatus, Transition,
 };
+mod common;
+
+use common::rng::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,19 +34,6 @@ use std::sync::Arc;
 const CLIENTS: u128 = 3;
 /// Client-thread operations per round, at most.
 const MAX_OPS_PER_THREAD: u64 = 200_000;
-
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn mix(a: u64, b: u64, c: u64) -> u64 {
     Rng(a ^ b.wrapping_mul(0x1000_0000_01B3) ^ c.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)).next()

@@ -24,7 +24,10 @@
 //!
 //! Two variants: offboarding inline in the tick thread, and on the master's worker threads.
 
+mod common;
 mod invariants;
+
+use common::rng::Rng;
 
 use mooncake_liveness::master::{Master, MasterEvent, MasterOptions, OffboardingDriver};
 use mooncake_liveness::offboarding::Step;
@@ -47,25 +50,6 @@ const TENANTS: [&str; 2] = ["t0", "t1"];
 const MIN_TICKS: u64 = 400;
 const MAX_TICKS: u64 = 20_000;
 const MAX_SNAPSHOTS: usize = 6;
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
-        of[self.below(of.len() as u64) as usize]
-    }
-}
 
 fn config() -> LivenessConfig {
     LivenessConfig {

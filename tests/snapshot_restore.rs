@@ -7,9 +7,39 @@ use mooncake_liveness::snapshot::{Snapshot, SnapshotError, FORMAT_VERSION};
 mod common;
 
 use common::master::{config, M};
-use mooncake_liveness::{Clock, LivenessState, PingStatus};
+use mooncake_liveness::{Clock, LivenessState, ManualClock, PingStatus};
 use proptest::prelude::*;
 use std::sync::Arc;
+
+/// A master restored from `snap` on `clock` with the tests' configuration.
+fn restore(clock: &Arc<ManualClock>, snap: &Snapshot) -> Result<Master, SnapshotError> {
+    Master::restore(
+        clock.clone() as Arc<dyn Clock>,
+        config(),
+        MasterOptions::default(),
+        snap,
+    )
+}
+
+/// Ticks `m` from time 0 until its first Offline commit; returns the time reached.
+fn tick_until_offline(m: &Master, clock: &ManualClock) -> u64 {
+    let mut t = 0;
+    while m.stats().offline_commits == 0 {
+        t = tick(m, clock, t, 1);
+        assert!(t < 1_000_000, "c0 never went Offline");
+    }
+    t
+}
+
+/// `n` ticks of `m` from time `t`; returns the time reached.
+fn tick(m: &Master, clock: &ManualClock, mut t: u64, n: usize) -> u64 {
+    for _ in 0..n {
+        t += m.tick_ms();
+        clock.set_ms(t);
+        m.tick();
+    }
+    t
+}
 
 trait Failover {
     fn failover(&mut self, snap: &Snapshot);
@@ -19,13 +49,7 @@ impl Failover for M {
     /// Fails over at the current time from `snap` (through the binary encoding).
     fn failover(&mut self, snap: &Snapshot) {
         let decoded = Snapshot::decode(&snap.encode()).unwrap();
-        self.m = Master::restore(
-            self.clock.clone() as Arc<dyn Clock>,
-            config(),
-            MasterOptions::default(),
-            &decoded,
-        )
-        .unwrap();
+        self.m = restore(&self.clock, &decoded).unwrap();
     }
 }
 
@@ -146,13 +170,7 @@ fn round_trip_at_100k_objects_is_exact() {
     let bytes = snap.encode();
     let decoded = Snapshot::decode(&bytes).unwrap();
     assert_eq!(decoded, snap);
-    let restored = Master::restore(
-        m0.clock.clone() as Arc<dyn Clock>,
-        config(),
-        MasterOptions::default(),
-        &decoded,
-    )
-    .unwrap();
+    let restored = restore(&m0.clock, &decoded).unwrap();
     assert_eq!(without_readiness(restored.snapshot()), without_readiness(snap.clone()));
     assert_eq!(Snapshot::from_json(&snap.to_json()).unwrap(), snap);
 }
@@ -162,32 +180,26 @@ fn bad_snapshots_are_refused_and_the_running_master_is_untouched() {
     let m = busy_master(200);
     let bytes = m.m.snapshot().encode();
     let before = m.m.snapshot();
-    let restore = |b: &[u8]| Snapshot::decode(b);
-    assert!(matches!(restore(&bytes[..10]), Err(SnapshotError::Truncated(_))));
+    let decode = |b: &[u8]| Snapshot::decode(b);
+    assert!(matches!(decode(&bytes[..10]), Err(SnapshotError::Truncated(_))));
     assert!(matches!(
-        restore(&bytes[..bytes.len() - 1]),
+        decode(&bytes[..bytes.len() - 1]),
         Err(SnapshotError::Truncated(_))
     ));
     let mut corrupt = bytes.clone();
     corrupt[40] ^= 0x55;
-    assert!(matches!(restore(&corrupt), Err(SnapshotError::Checksum { .. })));
+    assert!(matches!(decode(&corrupt), Err(SnapshotError::Checksum { .. })));
     let mut future = bytes.clone();
     future[4..8].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
-    let err = restore(&future).unwrap_err();
+    let err = decode(&future).unwrap_err();
     assert!(err.to_string().contains("version 2"), "{err}");
     let mut magic = bytes.clone();
     magic[0] = b'X';
-    assert!(matches!(restore(&magic), Err(SnapshotError::BadMagic(_))));
+    assert!(matches!(decode(&magic), Err(SnapshotError::BadMagic(_))));
     // Decodes but contradicts itself.
     let mut snap = m.m.snapshot();
     snap.segments.retain(|s| s.name != "s1");
-    let err = Master::restore(
-        m.clock.clone() as Arc<dyn Clock>,
-        config(),
-        MasterOptions::default(),
-        &snap,
-    )
-    .unwrap_err();
+    let err = restore(&m.clock, &snap).unwrap_err();
     assert!(matches!(err, SnapshotError::Inconsistent(_)), "{err}");
     assert_eq!(m.m.snapshot(), before);
 }
@@ -215,7 +227,7 @@ proptest! {
         let snap = m.m.snapshot();
         let decoded = Snapshot::decode(&snap.encode()).unwrap();
         prop_assert_eq!(&decoded, &snap);
-        let restored = Master::restore(m.clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default(), &decoded).unwrap();
+        let restored = restore(&m.clock, &decoded).unwrap();
         prop_assert_eq!(without_readiness(restored.snapshot()), without_readiness(snap));
     }
 
@@ -304,13 +316,7 @@ fn a_snapshot_between_any_two_batches_of_a_job_restores_to_a_converging_master()
         let mut r = M::new();
         r.clock.set_ms(t);
         r.next_tick = t + 100;
-        r.m = Master::restore(
-            r.clock.clone() as Arc<dyn Clock>,
-            config(),
-            MasterOptions::default(),
-            snap,
-        )
-        .unwrap();
+        r.m = restore(&r.clock, snap).unwrap();
         // Every snapshot but the last (taken after the final step, before the erase) still shows
         // the incarnation Offline with a job; the restored master finishes it at the next tick.
         r.at(t + 100);
@@ -327,7 +333,7 @@ fn a_snapshot_between_any_two_batches_of_a_job_restores_to_a_converging_master()
 /// late `task_done` for an old id would then complete the new task).
 #[test]
 fn task_ids_are_not_reused_after_failover_with_no_task_left() {
-    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let clock = Arc::new(ManualClock::new(0));
     let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
     m.mount("c0", "s0", 1_000).unwrap();
     m.mount("c1", "s1", 1_000).unwrap();
@@ -343,7 +349,7 @@ fn task_ids_are_not_reused_after_failover_with_no_task_left() {
     m.task_done(executor, first, true).unwrap();
     let snap = m.snapshot();
     assert!(snap.tasks.is_empty() && snap.next_task_id >= first);
-    let restored = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap).unwrap();
+    let restored = restore(&clock, &snap).unwrap();
     assert_eq!(restored.snapshot().next_task_id, snap.next_task_id, "next task id lost");
     restored.remove("k").unwrap();
     restored.put("k", 10, 1).unwrap();
@@ -359,13 +365,13 @@ fn task_ids_are_not_reused_after_failover_with_no_task_left() {
 
 #[test]
 fn a_next_task_id_with_no_room_left_is_refused() {
-    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let clock = Arc::new(ManualClock::new(0));
     let snap = Snapshot {
         version: FORMAT_VERSION,
         next_task_id: u64::MAX,
         ..Snapshot::default()
     };
-    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    let r = restore(&clock, &snap);
     assert!(
         matches!(r, Err(SnapshotError::Inconsistent(ref m)) if m.contains("next task id")),
         "{r:?}"
@@ -376,31 +382,15 @@ fn a_next_task_id_with_no_room_left_is_refused() {
 /// overflowed (a panic in debug builds) at its next attempt; attempts now saturate.
 #[test]
 fn a_restored_job_at_u32_max_attempts_runs_without_overflow() {
-    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let clock = Arc::new(ManualClock::new(0));
     let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
     m.mount("c0", "s0", 1_000).unwrap();
     m.fail_step(Step::Segments, 1_000);
-    let mut t = 0;
-    while m.stats().offline_commits == 0 {
-        t += m.tick_ms();
-        clock.set_ms(t);
-        m.tick();
-        assert!(t < 1_000_000, "c0 never went Offline");
-    }
+    let t = tick_until_offline(&m, &clock);
     let mut snap = m.snapshot();
     snap.clients[0].job.as_mut().expect("pending job").attempts = u32::MAX;
-    let r = Master::restore(
-        clock.clone() as Arc<dyn Clock>,
-        config(),
-        MasterOptions::default(),
-        &snap,
-    )
-    .unwrap();
-    for _ in 0..100 {
-        t += r.tick_ms();
-        clock.set_ms(t);
-        r.tick();
-    }
+    let r = restore(&clock, &snap).unwrap();
+    tick(&r, &clock, t, 100);
     assert_eq!((r.stats().jobs_completed, r.stats().offline), (1, 0), "{:?}", r.stats());
 }
 
@@ -417,33 +407,17 @@ fn a_job_claiming_a_step_whose_resources_are_still_there_runs_it_again() {
 }
 
 fn claimed_steps_are_checked(claim: &[Step]) {
-    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let clock = Arc::new(ManualClock::new(0));
     let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
     m.mount("c0", "s0", 1_000).unwrap();
     m.put_as("c0", "t", "k", 10, 1).unwrap();
     m.fail_step(Step::Metadata, 1_000);
-    let mut t = 0;
-    while m.stats().offline_commits == 0 {
-        t += m.tick_ms();
-        clock.set_ms(t);
-        m.tick();
-        assert!(t < 1_000_000, "c0 never went Offline");
-    }
+    let t = tick_until_offline(&m, &clock);
     let mut snap = m.snapshot();
     assert_eq!(snap.segments.len(), 1);
     snap.clients[0].job.as_mut().expect("pending job").steps_done = claim.to_vec();
-    let r = Master::restore(
-        clock.clone() as Arc<dyn Clock>,
-        config(),
-        MasterOptions::default(),
-        &snap,
-    )
-    .unwrap();
-    for _ in 0..100 {
-        t += r.tick_ms();
-        clock.set_ms(t);
-        r.tick();
-    }
+    let r = restore(&clock, &snap).unwrap();
+    tick(&r, &clock, t, 100);
     assert_eq!(r.stats().jobs_completed, 1, "{:?}", r.stats());
     assert!(
         r.segments().is_empty(),
@@ -456,7 +430,7 @@ fn claimed_steps_are_checked(claim: &[Step]) {
 /// restored, and kept that task id for ever (blocking its own offload or promotion).
 #[test]
 fn an_object_naming_another_objects_task_is_refused() {
-    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let clock = Arc::new(ManualClock::new(0));
     let m = Master::new(clock.clone() as Arc<dyn Clock>, config(), MasterOptions::default());
     m.mount("c0", "s0", 1_000).unwrap();
     m.mount("c1", "s1", 1_000).unwrap();
@@ -473,7 +447,7 @@ fn an_object_naming_another_objects_task_is_refused() {
     let mut snap = m.snapshot();
     let b = snap.objects.iter_mut().find(|o| o.key == "b").unwrap();
     b.tier_task = Some(task);
-    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    let r = restore(&clock, &snap);
     assert!(
         matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("\"b\" names task")),
         "{r:?}"
@@ -484,7 +458,7 @@ fn an_object_naming_another_objects_task_is_refused() {
 /// were restored (only offloads in flight were checked); refused like an overfull segment.
 #[test]
 fn a_local_disk_over_its_capacity_is_refused() {
-    let clock = Arc::new(mooncake_liveness::ManualClock::new(0));
+    let clock = Arc::new(ManualClock::new(0));
     let snap = Snapshot {
         version: FORMAT_VERSION,
         names: vec![("c0".into(), 1)],
@@ -516,7 +490,7 @@ fn a_local_disk_over_its_capacity_is_refused() {
         }],
         ..Snapshot::default()
     };
-    let r = Master::restore(clock as Arc<dyn Clock>, config(), MasterOptions::default(), &snap);
+    let r = restore(&clock, &snap);
     assert!(
         matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("capacity")),
         "{r:?}"

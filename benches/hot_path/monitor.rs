@@ -172,23 +172,8 @@ pub(crate) fn monitor(c: &mut Criterion) {
     drop(up);
 
     let ex = Expire::build();
-    // One unmeasured round proves the setup: exactly 100k commits in one tick.
-    ex.arm();
-    assert_eq!(ex.tick().events.len(), EXPIRE_CLIENTS);
-    g.bench_function("expire_100k", |b| {
-        b.iter_batched(|| ex.arm(), |()| ex.tick(), BatchSize::PerIteration)
-    });
-    let stats = ex.monitor.borrow().stats();
-    assert_eq!(
-        stats.suspected % EXPIRE_CLIENTS as u64,
-        0,
-        "every measured tick commits 100k"
-    );
-    assert_eq!(stats.offline, 0);
-    note(
-        "expire_100k.ticks_committing_100k",
-        stats.suspected / EXPIRE_CLIENTS as u64,
-    );
+    prove(&ex);
+    measure_commit_tick(&mut g, "expire_100k", &ex);
     drop(ex);
     worst_tick(&mut g);
     mass_expiry(&mut g);
@@ -303,14 +288,57 @@ impl MassExpiry {
 fn mass_expiry(g: &mut BenchmarkGroup<'_, WallTime>) {
     let t = Instant::now();
     let mass = MassExpiry::build();
-    // One unmeasured round proves the setup: exactly the 100k commit in one tick.
-    mass.arm();
-    assert_eq!(mass.tick().events.len(), EXPIRE_CLIENTS);
+    prove(&mass);
     note("mass_expiry_100k.setup_ms", t.elapsed().as_millis());
-    g.bench_function("mass_expiry_100k", |b| {
-        b.iter_batched(|| mass.arm(), |()| mass.tick(), BatchSize::PerIteration)
+    measure_commit_tick(g, "mass_expiry_100k", &mass);
+}
+
+/// A fleet whose next tick commits [`EXPIRE_CLIENTS`] Active → Suspected once armed.
+trait Armed {
+    /// Brings the fleet to the tick before the commit (unmeasured).
+    fn arm(&self);
+    /// The measured tick.
+    fn tick(&self) -> TickReport;
+    fn monitor(&self) -> &RefCell<Monitor>;
+}
+
+impl Armed for Expire {
+    fn arm(&self) {
+        Expire::arm(self)
+    }
+    fn tick(&self) -> TickReport {
+        Expire::tick(self)
+    }
+    fn monitor(&self) -> &RefCell<Monitor> {
+        &self.monitor
+    }
+}
+
+impl Armed for MassExpiry {
+    fn arm(&self) {
+        MassExpiry::arm(self)
+    }
+    fn tick(&self) -> TickReport {
+        MassExpiry::tick(self)
+    }
+    fn monitor(&self) -> &RefCell<Monitor> {
+        &self.monitor
+    }
+}
+
+/// One unmeasured round proves the setup: exactly the 100k commit in one tick.
+fn prove(fx: &impl Armed) {
+    fx.arm();
+    assert_eq!(fx.tick().events.len(), EXPIRE_CLIENTS);
+}
+
+/// Benchmarks the committing tick as `name`, then checks every measured tick committed all of
+/// them (and none went Offline) and notes how many ticks were measured.
+fn measure_commit_tick(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, fx: &impl Armed) {
+    g.bench_function(name, |b| {
+        b.iter_batched(|| fx.arm(), |()| fx.tick(), BatchSize::PerIteration)
     });
-    let stats = mass.monitor.borrow().stats();
+    let stats = fx.monitor().borrow().stats();
     assert_eq!(
         stats.suspected % EXPIRE_CLIENTS as u64,
         0,
@@ -318,7 +346,7 @@ fn mass_expiry(g: &mut BenchmarkGroup<'_, WallTime>) {
     );
     assert_eq!(stats.offline, 0);
     note(
-        "mass_expiry_100k.ticks_committing_100k",
+        &format!("{name}.ticks_committing_100k"),
         stats.suspected / EXPIRE_CLIENTS as u64,
     );
 }

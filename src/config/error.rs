@@ -89,3 +89,28 @@ fn show_path(path: Option<&PathBuf>) -> String {
         None => String::new(),
     }
 }
+
+// Constructors the value parsers (`parse.rs`) and the whole-config checks (`validate.rs`) share:
+// here, below both, so neither imports the other for them.
+
+pub(super) fn non_positive(key: &str, shown: &str) -> ConfigError {
+    ConfigError::NonPositive {
+        key: key.to_owned(),
+        value: shown.to_owned(),
+    }
+}
+
+pub(super) fn not_finite(key: &str, shown: &str) -> ConfigError {
+    ConfigError::NotFinite {
+        key: key.to_owned(),
+        value: shown.to_owned(),
+    }
+}
+
+pub(super) fn invalid(key: &str, requirement: String, shown: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        requirement,
+        value: shown.to_owned(),
+    }
+}

@@ -86,6 +86,10 @@
 //! | `handle.rs` | [`ConfigHandle`]: hot reload, with its ground rules |
 //!
 //! The `config_parse` fuzz body is `fuzzing::config_parse` (feature `fuzzing`).
+//!
+//! Owns: the configuration values, their rules and the reloadable handle. Imports only `sync`; may
+//! not touch liveness state: the monitor and the signal paths read the current configuration at
+//! their next use.
 #![forbid(unsafe_code)]
 
 pub mod keys;

@@ -5,7 +5,7 @@
 //! positivity, whole numbers, seconds to milliseconds, the 10-year cap, finite numbers) and how a
 //! value is shown in a message (truncated to 64 characters).
 
-use super::error::ConfigError;
+use super::error::{invalid, non_positive, not_finite, ConfigError};
 use super::source::RawValue;
 use super::validate::{check_fraction, check_rate, check_whole};
 use super::{OffboardingMode, MAX_DURATION_MS};
@@ -58,28 +58,6 @@ fn wrong_type(key: &str, expected: &'static str, shown: &str) -> ConfigError {
     ConfigError::WrongType {
         key: key.to_owned(),
         expected,
-        value: shown.to_owned(),
-    }
-}
-
-pub(super) fn non_positive(key: &str, shown: &str) -> ConfigError {
-    ConfigError::NonPositive {
-        key: key.to_owned(),
-        value: shown.to_owned(),
-    }
-}
-
-pub(super) fn not_finite(key: &str, shown: &str) -> ConfigError {
-    ConfigError::NotFinite {
-        key: key.to_owned(),
-        value: shown.to_owned(),
-    }
-}
-
-pub(super) fn invalid(key: &str, requirement: String, shown: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        requirement,
         value: shown.to_owned(),
     }
 }

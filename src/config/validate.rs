@@ -5,8 +5,7 @@
 //! cross-field rule (retry backoff ≤ its maximum). Both [`resolve`](super::resolve) and
 //! [`ConfigHandle::reload`](super::ConfigHandle::reload) end here.
 
-use super::error::ConfigError;
-use super::parse::{invalid, non_positive, not_finite};
+use super::error::{invalid, non_positive, not_finite, ConfigError};
 use super::{LivenessConfig, MAX_DURATION_MS};
 
 impl LivenessConfig {

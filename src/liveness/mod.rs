@@ -16,6 +16,10 @@
 //! - A new incarnation is created only by a mount whose work succeeded, and is then handed to
 //!   the monitor through a short inbox (the only lock here; Ping never takes it).
 //! - Time is the [`LivenessClock`]: base time minus detected master stalls.
+//!
+//! Owns: the words, the records, the registry and the signal paths. Imports `sync`, `clock` and
+//! `config` only (its tests also drive a `Monitor`); may not touch the monitor's wheel, telemetry
+//! or offboarding: an Offline commit yields the proof a job is minted from, nothing more.
 
 mod mount;
 pub mod record;

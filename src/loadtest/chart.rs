@@ -40,6 +40,30 @@ fn secs(i: usize) -> f64 {
     i as f64 * BUCKET_MS as f64 / 1000.0
 }
 
+/// One panel's chart: `caption` on top, time since start (s) across, `y_desc` from 0 to `y_max`
+/// up, a mesh without minor lines.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    r: &RunResult,
+    caption: String,
+    y_desc: &str,
+    y_max: f64,
+) -> Result<Chart<'a, 'b>, DrawingAreaErrorKind<std::io::Error>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0f64..x_max(r), 0f64..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc("time since start (s)")
+        .y_desc(y_desc)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    Ok(chart)
+}
+
 fn latency_panel(area: &Area<'_>, r: &RunResult) -> DrawResult {
     let t = &r.rec.timeline;
     let y_max = t
@@ -52,18 +76,7 @@ fn latency_panel(area: &Area<'_>, r: &RunResult) -> DrawResult {
         / 1000.0
         * 1.05;
     let caption = format!("{} / {}: worst latency per 100 ms", r.scenario.name(), r.design.name());
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 15))
-        .margin(8)
-        .x_label_area_size(28)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0f64..x_max(r), 0f64..y_max)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since start (s)")
-        .y_desc("latency (ms)")
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
+    let mut chart = panel(area, r, caption, "latency (ms)", y_max)?;
     for (op, color) in SERIES {
         chart
             .draw_series(LineSeries::new(
@@ -88,18 +101,7 @@ fn gap_panel(area: &Area<'_>, opts: &Options, r: &RunResult) -> DrawResult {
         "heartbeat gap as seen by the master (worst per 100 ms); ping every {} ms, active TTL {} ms",
         opts.ping_interval_ms, opts.active_ttl_ms
     );
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 15))
-        .margin(8)
-        .x_label_area_size(28)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0f64..x_max(r), 0f64..y_max)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since start (s)")
-        .y_desc("gap (ms)")
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
+    let mut chart = panel(area, r, caption, "gap (ms)", y_max)?;
     let red = RGBColor(214, 39, 40);
     chart
         .draw_series(LineSeries::new(

@@ -22,6 +22,10 @@
 //! - false transitions: Active → Suspected and → Offline commits of clients that kept pinging,
 //!   from the transitions the monitor reports, counted while measuring;
 //! - keys lost: preloaded keys (on healthy holders) missing from the object table at the end.
+//!
+//! Owns: real-thread load runs (bounded by their duration) and their report. Drives the master
+//! only through [`MasterPaths`] (`paths` is the one file that reaches the master and its
+//! liveness core); may not touch the master's tables, locks or liveness words directly.
 
 mod chart;
 mod drivers;

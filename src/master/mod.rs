@@ -12,6 +12,13 @@
 //! | `nof` | NoF segments and their probe-driven health |
 //! | `query` | the diagnostic status query |
 //!
+//! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the tables), `external` (the
+//! external metadata store), `events` (what the master hands out) and `error` import no path;
+//! `quota` (per-tenant accounting) and `stats` (counters and gauges) add methods to
+//! [`MasterCore`] over one leaf lock each; `options` holds [`MasterOptions`].
+//! This file owns the [`Master`] / [`MasterCore`] pair, the lock table below and the accessors;
+//! it may not hold a path's logic (each path lives in its module).
+//!
 //! # Ownership and locks
 //!
 //! [`Master`] is `Send + Sync`; every request path takes `&self`. State is split so that no
@@ -60,12 +67,16 @@
 
 mod data;
 mod error;
+mod events;
+mod external;
 mod membership;
 mod names;
 pub mod nof;
 mod object;
 mod offboard;
+mod options;
 mod query;
+mod quota;
 mod segment;
 mod shard;
 mod snapshot;
@@ -74,10 +85,15 @@ mod task;
 mod work;
 
 pub use error::MasterError;
+pub use events::{MasterEvent, ReplicaDesc, TaskDesc};
+pub use external::{ExternalMetadata, InMemoryMetadata};
 pub use membership::SegmentSpec;
 pub use object::{Object, Replica, ReplicaKind};
 pub use offboard::{OffboardingDriver, PendingJob};
+pub use options::{MasterOptions, DEFAULT_METADATA_SHARDS, DEFAULT_TENANT};
 pub use query::{ClientStatus, QueryReport, SegmentStatus};
+pub use quota::TenantQuota;
+pub(crate) use quota::{add_refund, Refunds};
 pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentAlloc, SegmentId, Segments};
 pub use shard::{Objects, Shard, Shards};
 pub use task::{Task, TaskKind, Tasks};
@@ -91,81 +107,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Something the master did on its own (between operations) or as a side effect of one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MasterEvent {
-    /// A committed liveness transition.
-    Transition(Transition),
-    /// A master stall detected and credited.
-    StallDetected {
-        /// When the master resumed (base clock).
-        at_ms: u64,
-        /// The credited stall.
-        ms: u64,
-    },
-    /// The mass-suspicion brake engaged or released.
-    MassSuspicionBrake {
-        /// When (base clock).
-        at_ms: u64,
-        /// Engaged (`true`) or released.
-        engaged: bool,
-        /// Suspected incarnations then.
-        suspected: usize,
-        /// Registered incarnations then.
-        registered: usize,
-    },
-    /// An offboarding attempt failed; the job will be retried after its backoff.
-    OffboardingRetry {
-        /// The client.
-        client: ClientId,
-        /// The incarnation.
-        incarnation: Incarnation,
-        /// The failed step.
-        step: crate::offboarding::Step,
-        /// The attempt that failed (1 = first).
-        attempt: u32,
-        /// When (base clock).
-        at_ms: u64,
-    },
-    /// An offboarding job completed and its record was erased.
-    Offboarded {
-        /// The client.
-        client: ClientId,
-        /// The incarnation.
-        incarnation: Incarnation,
-        /// Attempts it took.
-        attempts: u32,
-        /// When (base clock).
-        at_ms: u64,
-    },
-}
-
-/// A replica as handed to a caller.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ReplicaDesc {
-    /// Segment name (`local_disk:<client>` for a LocalDisk replica).
-    pub segment: String,
-    /// The owning client's name.
-    pub client: String,
-}
-
-/// A task as handed to its executor.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct TaskDesc {
-    /// Task id.
-    pub task: u64,
-    /// `copy`, `move`, `offload` or `promote`.
-    pub kind: &'static str,
-    /// The object.
-    pub key: String,
-}
-
-/// The tenant every trace `put` uses.
-pub const DEFAULT_TENANT: &str = "default";
-
-/// Default number of metadata shards (Mooncake's `kNumShards`).
-pub const DEFAULT_METADATA_SHARDS: usize = 1024;
-
 /// Membership stripes (per-client mount serialization).
 #[cfg(not(loom))]
 const STRIPES: usize = 256;
@@ -173,15 +114,6 @@ const STRIPES: usize = 256;
 /// so two stripes keep them cheap (two clients may share a stripe: that only serializes mounts).
 #[cfg(loom)]
 const STRIPES: usize = 2;
-
-/// One tenant's quota.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct TenantQuota {
-    /// Bytes charged: the sum of the sizes of the tenant's replicas.
-    pub used: u64,
-    /// Limit, if any.
-    pub limit: Option<u64>,
-}
 
 /// A client's LocalDisk (SSD) registration.
 #[derive(Debug)]
@@ -196,73 +128,6 @@ pub struct LocalDisk {
     pub used: u64,
     /// Keys with a LocalDisk replica here.
     pub keys: BTreeSet<String>,
-}
-
-/// Entries the master keeps in an external metadata store (Mooncake's HTTP metadata server):
-/// one per mounted segment. Offboarding deletes them.
-pub trait ExternalMetadata: std::fmt::Debug + Send {
-    /// Records `segment`.
-    fn put(&mut self, segment: &str);
-    /// Deletes `segment`; idempotent.
-    fn delete(&mut self, segment: &str) -> Result<(), String>;
-    /// Is `segment` recorded?
-    fn contains(&self, segment: &str) -> bool;
-    /// Every entry, sorted (snapshots).
-    fn entries(&self) -> Vec<String>;
-}
-
-/// An in-memory [`ExternalMetadata`].
-#[derive(Debug, Default)]
-pub struct InMemoryMetadata(BTreeSet<String>);
-
-impl ExternalMetadata for InMemoryMetadata {
-    fn put(&mut self, segment: &str) {
-        self.0.insert(segment.to_string());
-    }
-    fn delete(&mut self, segment: &str) -> Result<(), String> {
-        self.0.remove(segment);
-        Ok(())
-    }
-    fn contains(&self, segment: &str) -> bool {
-        self.0.contains(segment)
-    }
-    fn entries(&self) -> Vec<String> {
-        self.0.iter().cloned().collect()
-    }
-}
-
-/// Options of the reference master beyond the liveness configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MasterOptions {
-    /// How allocation chooses segments.
-    pub strategy: AllocationStrategy,
-    /// Seed of the master's RNG (random strategy).
-    pub seed: u64,
-    /// Turn the seam off: owners are treated as Active everywhere (benchmarks and the
-    /// "liveness changes nothing when everyone is Active" test only).
-    pub seam_disabled: bool,
-    /// Shards of the liveness registry (rounded up to a power of two, at least 1). The default
-    /// suits a fleet of thousands; a master of a handful of clients (the differential fuzz
-    /// target builds several per input) can take a few.
-    pub registry_shards: usize,
-    /// Metadata shards (rounded up to a power of two, at least 1). One shard evicts in exact
-    /// global LRU order (replay uses one, as its examples pin that order).
-    pub metadata_shards: usize,
-    /// Who runs offboarding jobs (default: what `offboarding_mode` says).
-    pub offboarding: OffboardingDriver,
-}
-
-impl Default for MasterOptions {
-    fn default() -> Self {
-        Self {
-            strategy: AllocationStrategy::FreeRatioFirst,
-            seed: 0,
-            seam_disabled: false,
-            registry_shards: crate::liveness::DEFAULT_SHARDS,
-            metadata_shards: DEFAULT_METADATA_SHARDS,
-            offboarding: OffboardingDriver::FromConfig,
-        }
-    }
 }
 
 /// The reference master: the shared state ([`MasterCore`], where every request path lives)
@@ -502,68 +367,6 @@ impl MasterCore {
         lock(&self.local_disks)
     }
 
-    /// Bytes charged to all tenants (every replica, including ones being written).
-    pub fn quota_used(&self) -> u64 {
-        lock(&self.quotas).values().map(|q| q.used).sum()
-    }
-
-    /// Per-tenant quota accounting (locked).
-    pub fn quotas(&self) -> MutexGuard<'_, BTreeMap<String, TenantQuota>> {
-        lock(&self.quotas)
-    }
-
-    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
-    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
-        lock(&self.quotas).entry(tenant.to_string()).or_default().limit = limit;
-    }
-
-    /// Charges `bytes` to `tenant` if its limit allows `bytes` more; `false` (nothing charged)
-    /// if it does not.
-    fn try_charge(&self, tenant: &str, bytes: u64) -> bool {
-        let mut quotas = lock(&self.quotas);
-        let q = match quotas.get_mut(tenant) {
-            Some(q) => q,
-            None => quotas.entry(tenant.to_string()).or_default(),
-        };
-        // Saturating: sizes come from clients; a sum past u64::MAX must not wrap or panic.
-        let after = q.used.saturating_add(bytes);
-        if q.limit.is_some_and(|l| after > l) {
-            return false;
-        }
-        q.used = after;
-        true
-    }
-
-    /// Charges `bytes` to `tenant` whatever its limit (work admitted earlier, e.g. an offload
-    /// whose space was checked at admission).
-    fn charge(&self, tenant: &str, bytes: u64) {
-        let mut quotas = lock(&self.quotas);
-        let q = match quotas.get_mut(tenant) {
-            Some(q) => q,
-            None => quotas.entry(tenant.to_string()).or_default(),
-        };
-        q.used = q.used.saturating_add(bytes);
-    }
-
-    /// Would `tenant`'s limit allow `bytes` more now? (A hint: the charge re-checks.)
-    fn quota_allows(&self, tenant: &str, bytes: u64) -> bool {
-        lock(&self.quotas)
-            .get(tenant)
-            .is_none_or(|q| q.limit.is_none_or(|l| q.used.saturating_add(bytes) <= l))
-    }
-
-    fn apply_refunds(&self, refunds: Refunds) {
-        if refunds.is_empty() {
-            return;
-        }
-        let mut quotas = lock(&self.quotas);
-        for (tenant, bytes) in refunds {
-            if let Some(q) = quotas.get_mut(&tenant) {
-                q.used = q.used.saturating_sub(bytes);
-            }
-        }
-    }
-
     /// The external metadata store (locked).
     pub fn external_metadata(&self) -> MutexGuard<'_, Box<dyn ExternalMetadata>> {
         lock(&self.external)
@@ -593,18 +396,6 @@ impl MasterCore {
     fn push_transition(&self, t: Option<Transition>) {
         if let Some(t) = t {
             self.record(MasterEvent::Transition(t));
-        }
-    }
-}
-
-/// Quota refunds gathered while releasing replicas: tenant → bytes.
-pub(crate) type Refunds = BTreeMap<String, u64>;
-
-pub(crate) fn add_refund(refunds: &mut Refunds, tenant: &str, bytes: u64) {
-    match refunds.get_mut(tenant) {
-        Some(v) => *v = v.saturating_add(bytes),
-        None => {
-            refunds.insert(tenant.to_string(), bytes);
         }
     }
 }

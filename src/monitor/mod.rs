@@ -31,6 +31,10 @@
 //! The monitor is single-owner data (`&mut self`): it runs on a background thread
 //! ([`MonitorThread`]) with the system clock, or is stepped by hand on a manual clock (tests,
 //! replay, loom).
+//!
+//! Owns: the wheel, the tick, the stall and mass-suspicion brakes. It changes a word only through
+//! the record's CAS loops (`Event::Expire`) and may not touch any master table: the jobs its
+//! Offline commits mint go back to the caller in [`TickReport`].
 
 mod brake;
 #[cfg(not(loom))]

@@ -25,6 +25,11 @@
 //!     job.incarnation().0
 //! }
 //! ```
+//!
+//! Owns: the job capability, its step order and retries, the MPSC queue, the executor and its
+//! brakes. May not touch any master table: steps run through [`OffboardingSteps`] /
+//! `SharedSteps`, which the embedder implements; the only write to liveness state is the final
+//! compare-and-erase of the job's own record in the registry.
 
 use crate::liveness::record::Evaluation;
 use crate::liveness::{ClientLivenessRecord, Liveness};

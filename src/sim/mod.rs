@@ -6,6 +6,10 @@
 //!   separate policy over the same reference master, for `replay --policy legacy` and `simulate`.
 //! - [`replay`]: the reference master driven by a JSON-Lines trace on a virtual clock
 //!   (`mooncake-liveness replay`).
+//!
+//! Owns: deterministic drivers of the reference master on one thread and a manual clock. May not
+//! touch the master's locks or liveness words directly: it goes through the master's paths, so
+//! its output is what a master would do.
 #![forbid(unsafe_code)]
 
 pub mod fleet;

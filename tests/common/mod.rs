@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod master;
+pub mod rng;
 
 use mooncake_liveness::liveness::LostReason;
 use mooncake_liveness::{

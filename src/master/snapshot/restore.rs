@@ -1,242 +1,33 @@
-//! Taking and restoring HA snapshots of the master.
+//! Restoring a master from an HA snapshot: a *new* master is built table by table, each table
+//! checked against the ones restored before it, and any contradiction refused with an error
+//! naming it (see [the module doc](super)).
 //!
-//! # Taking one: a per-shard cut, never stop-the-world
-//!
-//! A snapshot runs while requests run. It holds the membership gate exclusively (mounts,
-//! unmounts and the offboarding steps that unmount wait; Ping, Get, Put, Remove, callbacks,
-//! ticks and the offboarding `metadata` batches do not) and copies:
-//! 1. the segment table, LocalDisk registrations and external entries (stable under the gate);
-//! 2. each metadata shard in turn, under its lock, with the tasks naming its objects (every
-//!    change to an object and its tasks happens under that lock: each shard is a consistent cut);
-//! 3. *then* the registry, names, parked jobs, scratch, quotas limits and NoF.
-//!
-//! Why this is never torn (invariant 19): an offboarding sweep starts only after its Offline
-//! commit, and Offline is terminal, so any incarnation whose objects a sweep touched before some
-//! shard was copied is already Offline when the registry is copied in step 3: it is captured
-//! with its job, which a restored master resumes (steps are idempotent and consume their inputs,
-//! so progress recorded as a lower bound is safe). No job can *complete* during the snapshot —
-//! its `segments` step needs the gate — so no incarnation captured in a shard disappears from
-//! the registry before step 3. A job whose unmounting steps ran *before* the snapshot took the
-//! gate can still erase its record during step 3 (the final compare-and-erase takes no gate):
-//! the incarnation is then captured Offline with its job, its vacant slot read a moment later
-//! is dropped, and the restored master runs the job again (its steps are idempotent). No mount
-//! can publish a new incarnation or segment meanwhile.
-//!
-//! Derived state is not trusted across the cut: segment usage and key indexes, LocalDisk usage
-//! and keys, and quota usage are recomputed at restore from the objects, tasks and scratch the
-//! snapshot holds (they are sums over them), so they balance whatever moment each shard was
-//! copied at.
-//!
-//! # Restoring
-//!
-//! Restoring builds a *new* master; any inconsistency is refused before it is returned, with an
-//! error naming what is wrong (a snapshot can pass its checksum and still contradict itself).
-//! Every restored client is Active with a fresh active TTL and not ready; every resource is
-//! re-bound to its restored record; every pending job is re-minted by committing its restored
-//! record Suspected → Offline (the only way to mint a job), stamped with the restore time, and
-//! handed to whoever runs jobs in the new master (inline, the outbox or the workers), so the
-//! barrier survives failover in both offboarding modes.
+//! Owns: [`Master::restore`], [`Master::restore_timed`], [`RestorePhases`] and the `Restorer`
+//! (one method per table). Derived state (segment and LocalDisk usage and key indexes, quota
+//! usage) is recomputed here from the objects, tasks and scratch, never read from the snapshot.
+//! The master being built is not shared with any other thread until it is returned, so its
+//! locks are uncontended; they are still taken in the master's order (never two shards, never
+//! two leaves). May not touch: the snapshot being read (borrowed immutably) or any other master.
+//! Which claimed offboarding progress is kept is decided in `claims.rs`.
 
-use super::object::{Object, Replica, ReplicaKind};
-use super::offboard::Scratch;
-use super::segment::Segment;
-use super::task::{Task, TaskKind};
-use super::{lock, LocalDisk, Master, MasterCore, MasterOptions};
+use super::super::object::{Object, Replica, ReplicaKind};
+use super::super::offboard::Scratch;
+use super::super::segment::Segment;
+use super::super::task::{Task, TaskKind};
+use super::super::{lock, LocalDisk, Master, MasterOptions};
+use super::claims::check_claims;
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
-use crate::offboarding::{ClientOffboardingJob, Step};
+use crate::offboarding::ClientOffboardingJob;
 use crate::snapshot::*;
 use crate::sync::{Arc, CellArc};
 use std::collections::{BTreeMap, BTreeSet};
 
 type Records = BTreeMap<(u128, u64), Arc<ClientLivenessRecord>>;
 
-/// The first 16 bytes of `key`, zero-padded, as a big-endian number. When two keys' prefixes
-/// differ they order as the keys do (byte-wise); when they are equal the keys must be compared.
-fn key_prefix(key: &str) -> u128 {
-    let mut buf = [0u8; 16];
-    let n = key.len().min(16);
-    buf[..n].copy_from_slice(&key.as_bytes()[..n]);
-    u128::from_be_bytes(buf)
-}
-
 fn bad(msg: String) -> SnapshotError {
     SnapshotError::Inconsistent(msg)
-}
-
-impl MasterCore {
-    /// Captures the master's metadata while requests run (see the module doc).
-    pub fn snapshot(&self) -> Snapshot {
-        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
-        let segments = self.segment_snaps();
-        let local_disks = lock(&self.local_disks).values().map(local_disk_snap).collect();
-        let external = lock(&self.external).entries();
-        let (objects, tasks) = self.shard_snaps();
-        let clients = self
-            .live
-            .registry()
-            .records()
-            .iter()
-            .map(|rec| ClientSnap {
-                id: rec.client().0,
-                incarnation: rec.incarnation().0,
-                ready: rec.is_ready(),
-                job: self.job_snap(rec),
-            })
-            .collect::<Vec<ClientSnap>>();
-        // The records and the vacant slots are two reads of the registry, and a job's final
-        // compare-and-erase takes no gate: it can vacate a client between them. Such a client
-        // was captured above Offline with its job (which the restored master runs again), so
-        // its later vacant slot is dropped; keeping both made the snapshot unrestorable
-        // ("client listed twice"; found by loom_tests/master_snapshot_vs_offboarding.rs).
-        let vacant = self
-            .live
-            .registry()
-            .vacant()
-            .into_iter()
-            .filter(|(c, _)| !clients.iter().any(|k| k.id == c.0))
-            .map(|(c, n)| (c.0, n.0))
-            .collect();
-        let names = self
-            .names
-            .all()
-            .into_iter()
-            .map(|(n, id)| (n.to_string(), id.0))
-            .collect();
-        // Scratch is read after the registry: an incarnation captured before its Offline
-        // commit may have had its `metadata` batch (which takes no gate) write scratch since.
-        // Only the scratch of incarnations captured with their job belongs to this cut
-        // (found by loom_tests/master_snapshot_vs_offboarding.rs).
-        let scratch = self
-            .scratch()
-            .iter()
-            .filter(|((c, i), _)| {
-                clients
-                    .iter()
-                    .any(|k| k.id == c.0 && k.incarnation == i.0 && k.job.is_some())
-            })
-            .map(|((c, i), s)| scratch_snap(*c, *i, s))
-            .collect();
-        Snapshot {
-            version: FORMAT_VERSION,
-            names,
-            clients,
-            vacant,
-            segments,
-            objects,
-            next_task_id: lock(&self.tasks).last_id(),
-            tasks,
-            local_disks,
-            quotas: lock(&self.quotas)
-                .iter()
-                .map(|(t, q)| (t.clone(), q.used, q.limit))
-                .collect(),
-            lru_clock: self.shards.clock(),
-            nof: lock(&self.nof)
-                .iter()
-                .map(|(n, s)| (n.clone(), s.size, s.failures))
-                .collect(),
-            external,
-            scratch,
-        }
-    }
-
-    fn job_snap(&self, rec: &ClientLivenessRecord) -> Option<JobSnap> {
-        if crate::eligibility::accepts_callbacks(rec) {
-            return None;
-        }
-        let (steps_done, attempts) = self
-            .pending_job_of(rec.client(), rec.incarnation())
-            .map_or((Vec::new(), 0), |j| (j.steps_done, j.attempts));
-        Some(JobSnap {
-            steps_done,
-            attempts,
-            committed_at_ms: self.live.clock().base().now_ms(),
-        })
-    }
-
-    fn segment_snaps(&self) -> Vec<SegmentSnap> {
-        self.segments()
-            .iter()
-            .map(|s| SegmentSnap {
-                name: s.name.clone(),
-                size: s.size,
-                used: s.used(),
-                owner: s.owner.client().0,
-                incarnation: s.owner.incarnation().0,
-                lifecycle: s.lifecycle(),
-            })
-            .collect()
-    }
-
-    /// Every shard, one lock at a time, with the tasks naming its objects.
-    fn shard_snaps(&self) -> (Vec<ObjectSnap>, Vec<TaskSnap>) {
-        let mut entries: Vec<(u128, String, ObjectSnap)> = Vec::new();
-        let mut tasks = Vec::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
-            entries.extend(
-                shard
-                    .objects
-                    .iter()
-                    .map(|(k, o)| (key_prefix(k), k.clone(), object_snap(k, o))),
-            );
-            let table = lock(&self.tasks);
-            tasks.extend(
-                table
-                    .of_shard(i)
-                    .into_iter()
-                    .filter_map(|id| table.get(id))
-                    .map(task_snap),
-            );
-        }
-        // Keys are unique, so the unstable sort is deterministic; comparing key prefixes held
-        // inline saves a cache miss per comparison (`snapshot/encode_1m`).
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        tasks.sort_by_key(|t: &TaskSnap| t.id);
-        (entries.into_iter().map(|e| e.2).collect(), tasks)
-    }
-}
-
-fn object_snap(key: &str, o: &Object) -> ObjectSnap {
-    let replicas = o
-        .replicas
-        .iter()
-        .map(|r| match &r.kind {
-            ReplicaKind::Memory { segment, .. } => ReplicaSnap::Memory {
-                segment: segment.name.clone(),
-                complete: r.complete,
-            },
-            ReplicaKind::LocalDisk { owner } => ReplicaSnap::LocalDisk {
-                owner: owner.client().0,
-                incarnation: owner.incarnation().0,
-                complete: r.complete,
-            },
-        })
-        .collect();
-    ObjectSnap {
-        key: key.to_string(),
-        tenant: o.tenant.clone(),
-        size: o.size,
-        touched: o.touched,
-        replicas,
-        replication_task: o.replication_task,
-        tier_task: o.tier_task,
-    }
-}
-
-fn task_snap(t: &Task) -> TaskSnap {
-    TaskSnap {
-        id: t.id,
-        kind: t.kind,
-        key: t.key.clone(),
-        executor: t.executor.client().0,
-        incarnation: t.executor.incarnation().0,
-        source: t.source.as_ref().map(|s| s.name.clone()),
-        target: t.target.as_ref().map(|s| s.name.clone()),
-        delivered: t.delivered,
-    }
 }
 
 /// How long each phase of a restore took (the `snapshot/restore_1m` bench prints it).
@@ -305,7 +96,7 @@ impl Master {
         phases.mark("objects", &mut since);
         r.tasks()?;
         let scratch = r.scratch(&jobs)?;
-        r.check_claims(&mut jobs, &scratch);
+        check_claims(&m, &mut jobs, &scratch);
         r.quotas();
         m.shards.restore_clock(snap.lru_clock);
         {
@@ -659,50 +450,6 @@ impl Restorer<'_> {
         Ok(out)
     }
 
-    /// A restored job's "steps done" is trusted only as a prefix of the steps in order, and only
-    /// where nothing of that step is left: a claim the restored tables contradict (its segments,
-    /// LocalDisk, replicas, tasks, refunds or segment names still there), and every claim after
-    /// it, is dropped and those steps run again (steps are idempotent).
-    /// Trusting it would skip the step and leak what it should remove, with the barrier lifted.
-    fn check_claims(&self, jobs: &mut [ClientOffboardingJob], scratch: &BTreeMap<(ClientId, Incarnation), Scratch>) {
-        let segments = self.m.segments();
-        let disks = lock(&self.m.local_disks);
-        let tasks = lock(&self.m.tasks);
-        for job in jobs.iter_mut() {
-            let rec = job.record().clone();
-            let owned: Vec<_> = segments
-                .iter()
-                .filter(|s| Arc::ptr_eq(&s.owner, &rec))
-                .cloned()
-                .collect();
-            let disk = disks.get(&rec.client()).filter(|d| Arc::ptr_eq(&d.owner, &rec));
-            let s = scratch.get(&(job.client(), job.incarnation()));
-            let left = |step: Step| match step {
-                Step::Metadata => {
-                    owned.iter().any(|s| s.key_count() > 0)
-                        || disk.is_some_and(|d| !d.keys.is_empty() || d.used > 0)
-                        || !tasks.of_client(rec.client()).is_empty()
-                        || tasks.iter().any(|t| owned.iter().any(|s| t.touches(s.id)))
-                }
-                Step::Segments => !owned.is_empty(),
-                Step::LocalDisk => disk.is_some(),
-                Step::Quota => s.is_some_and(|s| !s.refunds.is_empty()),
-                Step::ExternalMetadata => s.is_some_and(|s| !s.segment_names.is_empty()),
-            };
-            // Steps run in order, so real progress is a prefix of `Step::ALL`: a later claim
-            // after a step not done would skip that step's output (e.g. refunds the re-run
-            // `metadata` records for a `quota` claimed done).
-            let claimed = job.steps_done();
-            let kept: Vec<Step> = Step::ALL
-                .into_iter()
-                .take_while(|st| claimed.contains(st) && !left(*st))
-                .collect();
-            if kept != claimed {
-                job.reset_progress(&kept);
-            }
-        }
-    }
-
     /// Limits from the snapshot; usage recomputed (replicas + refunds not yet applied).
     fn quotas(&mut self) {
         let mut quotas = lock(&self.m.quotas);
@@ -720,74 +467,5 @@ fn same_place(a: &Replica, b: &Replica) -> bool {
         (ReplicaKind::Memory { segment: x, .. }, ReplicaKind::Memory { segment: y, .. }) => x.id == y.id,
         (ReplicaKind::LocalDisk { owner: x }, ReplicaKind::LocalDisk { owner: y }) => Arc::ptr_eq(x, y),
         _ => false,
-    }
-}
-
-/// A LocalDisk registration. Its keys and usage are derived from the objects and tasks, which
-/// are copied shard by shard after it, so they are written as none and recomputed at restore.
-fn local_disk_snap(d: &LocalDisk) -> LocalDiskSnap {
-    LocalDiskSnap {
-        client: d.owner.client().0,
-        incarnation: d.owner.incarnation().0,
-        capacity: d.capacity,
-        used: d.used,
-        keys: Vec::new(),
-    }
-}
-
-fn scratch_snap(c: ClientId, i: Incarnation, s: &Scratch) -> ScratchSnap {
-    ScratchSnap {
-        client: c.0,
-        incarnation: i.0,
-        refunds: s.refunds.clone(),
-        segment_names: s.segment_names.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::key_prefix;
-    use proptest::prelude::*;
-
-    /// The snapshot's object order: prefix first, the whole key on a tie.
-    fn prefix_sorted(keys: &[String]) -> Vec<String> {
-        let mut v: Vec<_> = keys.iter().map(|k| (key_prefix(k), k.clone())).collect();
-        v.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        v.into_iter().map(|(_, k)| k).collect()
-    }
-
-    #[test]
-    fn prefix_order_is_key_order_at_the_edges() {
-        let keys: Vec<String> = [
-            "",
-            "\0",
-            "a",
-            "a\0",
-            "a\0\0",
-            "ab",
-            "b",
-            "0123456789abcdef",
-            "0123456789abcdef\0",
-            "0123456789abcdeg",
-            "0123456789abcdef0",
-            "0123456789abcdee~",
-            "é",
-            "\u{10FFFF}",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let mut want = keys.clone();
-        want.sort();
-        assert_eq!(prefix_sorted(&keys), want);
-    }
-
-    proptest! {
-        #[test]
-        fn prefix_order_is_key_order(keys in proptest::collection::vec("[\\x00ab]{0,20}", 0..40)) {
-            let mut want = keys.clone();
-            want.sort();
-            prop_assert_eq!(prefix_sorted(&keys), want);
-        }
     }
 }

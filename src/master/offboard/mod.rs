@@ -1,0 +1,296 @@
+//! The master's offboarding: the five steps over its metadata, fault injection, retries on the
+//! backoff schedule, the start rate limit, and who runs the jobs.
+//!
+//! Cost is proportional to what the incarnation holds: the per-owner segment index, each
+//! segment's key set, the LocalDisk key set and the per-executor task index. Nothing sweeps the
+//! whole metadata (upstream walks every shard per batch).
+//!
+//! # Who runs a job ([`OffboardingDriver`])
+//!
+//! - `Inline` (`offboarding_mode: sync`): the tick that commits Offline runs the first attempt;
+//!   a failed job is parked until `backoff·2^(k−1)` (capped) after failure k and retried by the
+//!   first tick at or after that time.
+//! - `Workers` (`offboarding_mode: async`): the master starts `offboarding_workers` threads (an
+//!   [`Executor`](crate::offboarding::executor::Executor)) and hands them every job its ticks
+//!   mint, every job restored from a snapshot and every job handed back; the workers own the
+//!   retries. Completions reach the master's events and [`Stats`](crate::telemetry::Stats).
+//!   Stopping them parks every job not completed in the master (the next snapshot records it).
+//! - `Outbox`: jobs are collected for an embedder's own executor ([`MasterCore::take_jobs`]);
+//!   a job it cannot run goes back with [`MasterCore::return_job`].
+//!
+//! Whatever the driver, a job is in exactly one place — parked here, in the outbox, in the
+//! executor, or completed — and switching drivers moves jobs, never drops them. The Offline
+//! record stays in the registry (the barrier) until the job completes.
+//!
+//! Steps run concurrently with serving: `metadata` handles at most [`KEYS_PER_BATCH`](steps::KEYS_PER_BATCH) keys per
+//! call, taking one shard lock at a time; the steps that unmount take the membership gate
+//! shared, so a snapshot never sees a half-unmounted incarnation.
+//!
+//! # Files, and who touches what
+//!
+//! | file | owns | locks |
+//! |---|---|---|
+//! | `mod.rs` | the drivers, the parked jobs, the outbox, scratch, the inline attempt and its backoff, the start rate limit | the `offboarding` leaf, alone |
+//! | `steps` | the five steps over the master's tables, fault injection | one shard at a time → leaves; the `gate` shared for the unmounting steps |
+//! | `pool` | the `Workers` driver: the [`Executor`](crate::offboarding::executor::Executor) the master starts and stops | the `pool` leaf, then the `offboarding` leaf (never the reverse) |
+//!
+//! No file here writes a liveness word: a job's Offline record is erased only by
+//! [`complete_client_offboarding`] (the compare-and-erase), whoever runs it. The parked jobs and
+//! the scratch are written only under the `offboarding` leaf, so a job is in exactly one place
+//! at any moment a lock is released.
+
+mod pool;
+mod steps;
+
+pub(super) use pool::Pool;
+use steps::Inline;
+
+use super::{lock, MasterCore, MasterEvent};
+use crate::liveness::{ClientId, Incarnation};
+use crate::offboarding::brakes::TokenBucket;
+use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, Step};
+use std::collections::BTreeMap;
+
+/// Who runs the master's offboarding jobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OffboardingDriver {
+    /// `Inline` for `offboarding_mode: sync`, `Workers` for `async`.
+    #[default]
+    FromConfig,
+    /// In the tick, on the caller's thread (deterministic: replay, simulate).
+    Inline,
+    /// Collected for the embedder's executor.
+    Outbox,
+    /// The master's own worker threads.
+    Workers,
+}
+
+impl OffboardingDriver {
+    pub(super) fn resolve(self, config: &crate::config::LivenessConfig) -> Self {
+        match self {
+            Self::FromConfig if config.offboarding_mode == crate::config::OffboardingMode::Async => Self::Workers,
+            Self::FromConfig => Self::Inline,
+            other => other,
+        }
+    }
+}
+
+/// The master's offboarding state (a leaf lock).
+#[derive(Debug, Default)]
+pub(super) struct Offboarding {
+    /// Jobs parked: waiting for a retry or a rate-limit token (inline), or handed back /
+    /// restored and not yet handed on, by (due time, sequence).
+    pending: BTreeMap<(u64, u64), ClientOffboardingJob>,
+    seq: u64,
+    /// Injected failures left per step (`fail_step`).
+    faults: BTreeMap<Step, u32>,
+    /// Per-incarnation inputs of the later steps, kept in the master (not in the job) so a
+    /// snapshot captures them and a job restarted from fewer steps still converges.
+    pub(super) scratch: BTreeMap<(ClientId, Incarnation), Scratch>,
+    bucket: Option<TokenBucket>,
+    driver: Option<OffboardingDriver>,
+    /// `Outbox`: jobs waiting for the embedder's executor.
+    outbox: Vec<ClientOffboardingJob>,
+}
+
+impl Offboarding {
+    fn park(&mut self, job: ClientOffboardingJob, due: u64) {
+        self.seq += 1;
+        self.pending.insert((due, self.seq), job);
+    }
+
+    fn take_due(&mut self, now: u64) -> Vec<ClientOffboardingJob> {
+        let due: Vec<(u64, u64)> = self.pending.range(..(now + 1, 0)).map(|(k, _)| *k).collect();
+        due.into_iter().filter_map(|k| self.pending.remove(&k)).collect()
+    }
+
+    fn driver(&self) -> OffboardingDriver {
+        self.driver.unwrap_or(OffboardingDriver::Inline)
+    }
+}
+
+/// What earlier steps leave for later ones: quota refunds (applied by `quota`) and unmounted
+/// segment names (deleted by `external_metadata`). Each step consumes its input, so re-running
+/// a step finds nothing left to do.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Scratch {
+    /// Tenant → bytes to refund.
+    pub(crate) refunds: BTreeMap<String, u64>,
+    /// Segment names whose external entries must go.
+    pub(crate) segment_names: Vec<String>,
+}
+
+/// A pending job as the diagnostic query shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PendingJob {
+    /// Attempts made.
+    pub attempts: u32,
+    /// Steps completed.
+    pub steps_done: Vec<Step>,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// When the next attempt may run (base clock).
+    pub next_attempt_ms: u64,
+}
+
+impl MasterCore {
+    fn now_ms(&self) -> u64 {
+        self.live.clock().base().now_ms()
+    }
+
+    /// Fault injection: the next `times` executions of `step` fail.
+    pub fn fail_step(&self, step: Step, times: u32) {
+        *lock(&self.offboarding).faults.entry(step).or_default() += times;
+    }
+
+    /// Jobs parked in the master (failed or rate-limited, handed back or restored).
+    pub fn pending_jobs(&self) -> Vec<(ClientId, PendingJob)> {
+        lock(&self.offboarding)
+            .pending
+            .iter()
+            .map(|((due, _), job)| (job.client(), pending_job(job, *due)))
+            .collect()
+    }
+
+    /// The parked job of `(client, incarnation)`, as the diagnostic query shows it.
+    pub(super) fn pending_job_of(&self, client: ClientId, inc: Incarnation) -> Option<PendingJob> {
+        let off = lock(&self.offboarding);
+        let parked = off.pending.iter().map(|((due, _), j)| (j, *due));
+        let queued = off.outbox.iter().map(|j| (j, 0));
+        parked
+            .chain(queued)
+            .find(|(j, _)| j.client() == client && j.incarnation() == inc)
+            .map(|(j, due)| pending_job(j, due))
+    }
+
+    /// Was `segment` unmounted by an offboarding job of a client other than `asker` that has not
+    /// completed? Its name stays taken until then.
+    pub(super) fn held_by_pending_offboarding(&self, segment: &str, asker: ClientId) -> bool {
+        lock(&self.offboarding)
+            .scratch
+            .iter()
+            .any(|((c, _), s)| *c != asker && s.segment_names.iter().any(|n| n == segment))
+    }
+
+    /// Offboarding scratch (snapshot capture).
+    pub(super) fn scratch(&self) -> BTreeMap<(ClientId, Incarnation), Scratch> {
+        lock(&self.offboarding).scratch.clone()
+    }
+
+    /// Restores scratch and the restored jobs (snapshot restore): parked, due at once, so the
+    /// first tick hands them to whoever runs jobs then (inline, the outbox or the workers).
+    pub(super) fn restore_offboarding(
+        &self,
+        scratch: BTreeMap<(ClientId, Incarnation), Scratch>,
+        jobs: Vec<ClientOffboardingJob>,
+    ) {
+        let now = self.now_ms();
+        {
+            let mut off = lock(&self.offboarding);
+            off.scratch = scratch;
+            for job in jobs {
+                off.park(job, now);
+            }
+        }
+    }
+
+    /// Age of the oldest parked job (since its Offline commit), ms.
+    pub(super) fn oldest_pending_age(&self, now: u64) -> u64 {
+        let off = lock(&self.offboarding);
+        let oldest = off
+            .pending
+            .values()
+            .chain(off.outbox.iter())
+            .map(|j| j.committed_at_ms())
+            .min();
+        oldest.map_or(0, |t| now.saturating_sub(t))
+    }
+
+    /// Takes the jobs collected for the embedder's executor since the last call (`Outbox`).
+    pub fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
+        std::mem::take(&mut lock(&self.offboarding).outbox)
+    }
+
+    /// Gives a job back (e.g. after the embedder's executor refused it): it is parked and handed
+    /// on again at the next tick, to whoever runs jobs then. Never dropped.
+    pub fn return_job(&self, job: ClientOffboardingJob) {
+        let now = self.now_ms();
+        lock(&self.offboarding).park(job, now);
+    }
+
+    /// Runs due parked jobs, then `fresh` ones (first attempt at the committing tick), through
+    /// the current driver.
+    pub(super) fn run_offboarding(&self, fresh: Vec<ClientOffboardingJob>) {
+        let now = self.now_ms();
+        let (driver, mut jobs) = {
+            let mut off = lock(&self.offboarding);
+            (off.driver(), off.take_due(now))
+        };
+        jobs.extend(fresh);
+        match driver {
+            OffboardingDriver::Outbox => lock(&self.offboarding).outbox.extend(jobs),
+            OffboardingDriver::Workers => self.submit_to_workers(jobs, now),
+            _ => {
+                for job in jobs {
+                    self.attempt(job, now);
+                }
+            }
+        }
+    }
+
+    /// Inline: one attempt of `job` now; a failure is parked on the backoff schedule.
+    fn attempt(&self, job: ClientOffboardingJob, now: u64) {
+        if job.attempts() == 0 && !self.take_start_token(now) {
+            lock(&self.offboarding).park(job, now + self.tick_ms);
+            return;
+        }
+        let committed_at = job.committed_at_ms();
+        match complete_client_offboarding(&mut Inline(self), self.live.registry(), job) {
+            Ok(done) => {
+                crate::telemetry::job_completed(now.saturating_sub(committed_at));
+                self.record(MasterEvent::Offboarded {
+                    client: done.client,
+                    incarnation: done.incarnation,
+                    attempts: done.attempts,
+                    at_ms: now,
+                })
+            }
+            Err(job) => {
+                let step = job.last_error().map_or(Step::Metadata, |e| e.step);
+                self.record(MasterEvent::OffboardingRetry {
+                    client: job.client(),
+                    incarnation: job.incarnation(),
+                    step,
+                    attempt: job.attempts(),
+                    at_ms: now,
+                });
+                let config = self.live.config().load();
+                let delay = ClientOffboardingJob::backoff_ms(
+                    job.attempts(),
+                    config.offboarding_retry_backoff_ms,
+                    config.offboarding_retry_max_backoff_ms,
+                );
+                drop(config);
+                lock(&self.offboarding).park(job, now.saturating_add(delay));
+            }
+        }
+    }
+
+    fn take_start_token(&self, now: u64) -> bool {
+        let config = self.live.config().load();
+        let mut off = lock(&self.offboarding);
+        let bucket = off
+            .bucket
+            .get_or_insert_with(|| TokenBucket::new(config.offboarding_rate_per_sec, config.offboarding_burst, now));
+        bucket.try_take(now)
+    }
+}
+
+fn pending_job(job: &ClientOffboardingJob, due: u64) -> PendingJob {
+    PendingJob {
+        attempts: job.attempts(),
+        steps_done: job.steps_done(),
+        last_error: job.last_error().map(|e| e.to_string()),
+        next_attempt_ms: due,
+    }
+}

@@ -1,0 +1,97 @@
+//! Per-tenant quotas: the limit an operator sets, the bytes charged by replicas, and the
+//! refunds offboarding and removals give back.
+//!
+//! Owns: [`TenantQuota`], the `quotas` leaf of [`MasterCore`] (every read and write of it is a
+//! method here, each taking that leaf alone and briefly, so it may be called under a shard
+//! lock), and the [`Refunds`] a path gathers while releasing replicas and applies afterwards.
+//! Arithmetic saturates: sizes come from clients, and a sum past `u64::MAX` must neither wrap
+//! nor panic. May not touch: any other lock.
+
+use super::{lock, MasterCore};
+use crate::sync::MutexGuard;
+use std::collections::BTreeMap;
+
+/// One tenant's quota.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TenantQuota {
+    /// Bytes charged: the sum of the sizes of the tenant's replicas.
+    pub used: u64,
+    /// Limit, if any.
+    pub limit: Option<u64>,
+}
+
+/// Quota refunds gathered while releasing replicas: tenant → bytes.
+pub(crate) type Refunds = BTreeMap<String, u64>;
+
+pub(crate) fn add_refund(refunds: &mut Refunds, tenant: &str, bytes: u64) {
+    match refunds.get_mut(tenant) {
+        Some(v) => *v = v.saturating_add(bytes),
+        None => {
+            refunds.insert(tenant.to_string(), bytes);
+        }
+    }
+}
+
+impl MasterCore {
+    /// Bytes charged to all tenants (every replica, including ones being written).
+    pub fn quota_used(&self) -> u64 {
+        lock(&self.quotas).values().map(|q| q.used).sum()
+    }
+
+    /// Per-tenant quota accounting (locked).
+    pub fn quotas(&self) -> MutexGuard<'_, BTreeMap<String, TenantQuota>> {
+        lock(&self.quotas)
+    }
+
+    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
+    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
+        lock(&self.quotas).entry(tenant.to_string()).or_default().limit = limit;
+    }
+
+    /// Charges `bytes` to `tenant` if its limit allows `bytes` more; `false` (nothing charged)
+    /// if it does not.
+    pub(super) fn try_charge(&self, tenant: &str, bytes: u64) -> bool {
+        let mut quotas = lock(&self.quotas);
+        let q = match quotas.get_mut(tenant) {
+            Some(q) => q,
+            None => quotas.entry(tenant.to_string()).or_default(),
+        };
+        // Saturating: sizes come from clients; a sum past u64::MAX must not wrap or panic.
+        let after = q.used.saturating_add(bytes);
+        if q.limit.is_some_and(|l| after > l) {
+            return false;
+        }
+        q.used = after;
+        true
+    }
+
+    /// Charges `bytes` to `tenant` whatever its limit (work admitted earlier, e.g. an offload
+    /// whose space was checked at admission).
+    pub(super) fn charge(&self, tenant: &str, bytes: u64) {
+        let mut quotas = lock(&self.quotas);
+        let q = match quotas.get_mut(tenant) {
+            Some(q) => q,
+            None => quotas.entry(tenant.to_string()).or_default(),
+        };
+        q.used = q.used.saturating_add(bytes);
+    }
+
+    /// Would `tenant`'s limit allow `bytes` more now? (A hint: the charge re-checks.)
+    pub(super) fn quota_allows(&self, tenant: &str, bytes: u64) -> bool {
+        lock(&self.quotas)
+            .get(tenant)
+            .is_none_or(|q| q.limit.is_none_or(|l| q.used.saturating_add(bytes) <= l))
+    }
+
+    pub(super) fn apply_refunds(&self, refunds: Refunds) {
+        if refunds.is_empty() {
+            return;
+        }
+        let mut quotas = lock(&self.quotas);
+        for (tenant, bytes) in refunds {
+            if let Some(q) = quotas.get_mut(&tenant) {
+                q.used = q.used.saturating_sub(bytes);
+            }
+        }
+    }
+}

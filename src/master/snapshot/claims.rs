@@ -1,0 +1,64 @@
+//! Which offboarding progress a restored job may keep.
+//!
+//! A restored job's "steps done" is trusted only as a prefix of the steps in order, and only
+//! where nothing of that step is left: a claim the restored tables contradict (its segments,
+//! LocalDisk, replicas, tasks, refunds or segment names still there), and every claim after
+//! it, is dropped and those steps run again (steps are idempotent). Trusting it would skip the
+//! step and leak what it should remove, with the barrier lifted.
+//!
+//! Owns: [`check_claims`]. Reads the restored master's segment table, LocalDisks and tasks
+//! (the `segments` read lock, then the `local_disks` and `tasks` leaves: the master is not yet
+//! shared, so nothing contends); writes only the jobs' progress. May not touch: the tables
+//! themselves (they were restored and checked before it runs).
+
+use super::super::offboard::Scratch;
+use super::super::{lock, Master};
+use crate::liveness::{ClientId, Incarnation};
+use crate::offboarding::{ClientOffboardingJob, Step};
+use crate::sync::Arc;
+use std::collections::BTreeMap;
+
+/// Resets the progress of every job in `jobs` whose claims the restored tables of `m` (and the
+/// restored `scratch`) contradict; see the module doc.
+pub(super) fn check_claims(
+    m: &Master,
+    jobs: &mut [ClientOffboardingJob],
+    scratch: &BTreeMap<(ClientId, Incarnation), Scratch>,
+) {
+    let segments = m.segments();
+    let disks = lock(&m.local_disks);
+    let tasks = lock(&m.tasks);
+    for job in jobs.iter_mut() {
+        let rec = job.record().clone();
+        let owned: Vec<_> = segments
+            .iter()
+            .filter(|s| Arc::ptr_eq(&s.owner, &rec))
+            .cloned()
+            .collect();
+        let disk = disks.get(&rec.client()).filter(|d| Arc::ptr_eq(&d.owner, &rec));
+        let s = scratch.get(&(job.client(), job.incarnation()));
+        let left = |step: Step| match step {
+            Step::Metadata => {
+                owned.iter().any(|s| s.key_count() > 0)
+                    || disk.is_some_and(|d| !d.keys.is_empty() || d.used > 0)
+                    || !tasks.of_client(rec.client()).is_empty()
+                    || tasks.iter().any(|t| owned.iter().any(|s| t.touches(s.id)))
+            }
+            Step::Segments => !owned.is_empty(),
+            Step::LocalDisk => disk.is_some(),
+            Step::Quota => s.is_some_and(|s| !s.refunds.is_empty()),
+            Step::ExternalMetadata => s.is_some_and(|s| !s.segment_names.is_empty()),
+        };
+        // Steps run in order, so real progress is a prefix of `Step::ALL`: a later claim
+        // after a step not done would skip that step's output (e.g. refunds the re-run
+        // `metadata` records for a `quota` claimed done).
+        let claimed = job.steps_done();
+        let kept: Vec<Step> = Step::ALL
+            .into_iter()
+            .take_while(|st| claimed.contains(st) && !left(*st))
+            .collect();
+        if kept != claimed {
+            job.reset_progress(&kept);
+        }
+    }
+}
