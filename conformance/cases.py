@@ -122,78 +122,73 @@ def two_holders(run):
     return a, v, o
 
 
-def client_pause(run, pause_s):
-    """V (a holder) stops for ``pause_s``; A writes and holds, O only looks."""
+def holders_stored(run, victims):
+    """A, V (holders) and O (looks only), A's objects stored: (a, v, o, keys, holders, sched,
+    names, visible before the fault)."""
     a, v, o = two_holders(run)
     time.sleep(1.5)  # both clients remounted and pinging
-    keys, holders, sched, names = stored_run(run, a, o, ["V"])
+    keys, holders, sched, names = stored_run(run, a, o, victims)
     sched.before_ms = run.ms()
     before = per_holder(keys, holders, o.exist(keys), names)
+    return a, v, o, keys, holders, sched, names, before
+
+
+def observe_after(run, sched, o, keys, holders, names, before, t0, wait_s, remounted, **extra):
+    """Waits ``wait_s``, then what O sees and who expired since ``t0``; ``remounted(expired)``
+    says which victims' segments are mounted again."""
+    time.sleep(wait_s)
+    sched.after_ms = run.ms()
+    after = per_holder(keys, holders, o.exist(keys), names)
+    expired = run.expired_since(t0)
+    return sched, Observed(
+        expired=sorted(expired),
+        expiry_delay_s=expired,
+        visible_before=before,
+        visible_after=after,
+        remounted=remounted(expired),
+        **extra,
+    )
+
+
+def client_pause(run, pause_s):
+    """V (a holder) stops for ``pause_s``; A writes and holds, O only looks."""
+    a, v, o, keys, holders, sched, names, before = holders_stored(run, ["V"])
     t0 = time.time()
     v.pause()
     time.sleep(pause_s)
     v.resume()
     t1 = time.time()
     sched.silent = {"V": [(run.ms(t0), run.ms(t1))]}
-    time.sleep(run.ttl_s + 1.0)
-    sched.after_ms = run.ms()
-    after = per_holder(keys, holders, o.exist(keys), names)
-    expired = run.expired_since(t0)
-    return sched, Observed(
-        expired=sorted(expired),
-        expiry_delay_s=expired,
-        visible_before=before,
-        visible_after=after,
-        remounted={"V": "V" in expired and run.master.segment_mounted(v.segment)},
+    return observe_after(
+        run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
+        lambda expired: {"V": "V" in expired and run.master.segment_mounted(v.segment)},
     )
 
 
 def client_kill(run):
     """V (a holder) is killed for good."""
-    a, v, o = two_holders(run)
-    time.sleep(1.5)
-    keys, holders, sched, names = stored_run(run, a, o, ["V"])
-    sched.before_ms = run.ms()
-    before = per_holder(keys, holders, o.exist(keys), names)
+    a, v, o, keys, holders, sched, names, before = holders_stored(run, ["V"])
     t0 = time.time()
     v.kill()
     sched.silent = {"V": [(run.ms(t0), None)]}
-    time.sleep(2 * run.ttl_s)
-    sched.after_ms = run.ms()
-    after = per_holder(keys, holders, o.exist(keys), names)
-    expired = run.expired_since(t0)
-    return sched, Observed(
-        expired=sorted(expired),
-        expiry_delay_s=expired,
-        visible_before=before,
-        visible_after=after,
-        remounted={"V": run.master.segment_mounted(v.segment)},
+    return observe_after(
+        run, sched, o, keys, holders, names, before, t0, 2 * run.ttl_s,
+        lambda expired: {"V": run.master.segment_mounted(v.segment)},
     )
 
 
 def master_pause(run, pause_s):
     """The master process stops for ``pause_s`` (> 2 x TTL); the clients keep trying."""
-    a, v, o = two_holders(run)
-    time.sleep(1.5)
-    keys, holders, sched, names = stored_run(run, a, o, ["A", "V"])
-    sched.before_ms = run.ms()
-    before = per_holder(keys, holders, o.exist(keys), names)
+    a, v, o, keys, holders, sched, names, before = holders_stored(run, ["A", "V"])
     t0 = time.time()
     run.master.pause()
     time.sleep(pause_s)
     run.master.resume()
     t1 = time.time()
     sched.master_pause = (run.ms(t0), run.ms(t1))
-    time.sleep(run.ttl_s + 1.0)
-    sched.after_ms = run.ms()
-    after = per_holder(keys, holders, o.exist(keys), names)
-    expired = run.expired_since(t0)
-    return sched, Observed(
-        expired=sorted(expired),
-        expiry_delay_s=expired,
-        visible_before=before,
-        visible_after=after,
-        remounted={n: n in expired and run.master.segment_mounted(run.clients[n].segment) for n in ("A", "V")},
+    return observe_after(
+        run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
+        lambda expired: {n: n in expired and run.master.segment_mounted(run.clients[n].segment) for n in ("A", "V")},
     )
 
 
@@ -243,16 +238,9 @@ def put_in_flight(run, pause_s, tries=200):
         pass
     sched.silent = {"V": [(run.ms(t0), run.ms(t1))]}
     sched.in_flight = (f"loop-{in_flight}", "V", run.ms(t0) - 1, run.ms(t1))
-    time.sleep(run.ttl_s + 1.0)
-    sched.after_ms = run.ms()
-    after = per_holder(keys, holders, o.exist(keys), names)
-    expired = run.expired_since(t0)
-    return sched, Observed(
-        expired=sorted(expired),
-        expiry_delay_s=expired,
-        visible_before=before,
-        visible_after=after,
-        remounted={"V": "V" in expired and run.master.segment_mounted(v.segment)},
+    return observe_after(
+        run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
+        lambda expired: {"V": "V" in expired and run.master.segment_mounted(v.segment)},
         in_flight_rc=rc,
         notes=f"{in_flight} puts completed before the stop",
     )

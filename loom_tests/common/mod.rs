@@ -10,6 +10,10 @@
 //! created inside the model closure: [`Master::new`] is called at the top of every iteration.
 #![allow(dead_code, unreachable_pub)]
 
+mod stack;
+
+pub use stack::{config, Seen, ACTIVE_TTL_MS, SUSPICION_TTL_MS};
+
 use loom::sync::atomic::AtomicUsize as AtomicUsizeLoom;
 use loom::sync::Arc;
 use loom::thread::{self, JoinHandle};
@@ -21,17 +25,12 @@ use mooncake_liveness::{
     ClientId, ClientLivenessRecord, ClientOffboardingJob, Clock, Liveness, LivenessConfig, LivenessEvent,
     LivenessState, ManualClock, Monitor, MountOutcome, PingOutcome, TickReport,
 };
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Preemption bound when `LOOM_MAX_PREEMPTIONS` is not set.
 pub const DEFAULT_PREEMPTIONS: usize = 3;
 
-/// Active TTL of every model, liveness-clock ms.
-pub const ACTIVE_TTL_MS: u64 = 10;
-/// Suspicion TTL of every model, liveness-clock ms.
-pub const SUSPICION_TTL_MS: u64 = 20;
 /// The TTLs as the record API takes them.
 pub const TTLS: Ttls = Ttls {
     active_ms: ACTIVE_TTL_MS,
@@ -93,7 +92,7 @@ where
         || builder.max_duration.is_some()
         || builder.checkpoint_file.is_some()
         || builder.preemption_bound.is_some_and(|b| b < 2);
-    let seen = seen.0.lock().unwrap().clone();
+    let seen = seen.outcomes();
     println!("loom model {name}: outcomes {seen:?}");
     if !cut_short {
         let missing: Vec<_> = expected.iter().filter(|e| !seen.contains(**e)).collect();
@@ -107,17 +106,6 @@ where
         unexpected.is_empty(),
         "model {name} reached unlisted outcomes {unexpected:?}"
     );
-}
-
-/// The outcomes a model's iterations reached (plain std types: it outlives the iterations).
-#[derive(Clone, Debug, Default)]
-pub struct Seen(std::sync::Arc<std::sync::Mutex<BTreeSet<String>>>);
-
-impl Seen {
-    /// Records this iteration's outcome.
-    pub fn saw(&self, outcome: impl Into<String>) {
-        self.0.lock().unwrap().insert(outcome.into());
-    }
 }
 
 /// A start line for the racing threads of a model: each racing thread calls [`Gate::pass`]
@@ -209,20 +197,6 @@ where
     drop(producer);
     gate.pass();
     Producers { gate, threads }
-}
-
-/// The configuration of every full-stack model: 1 ms ticks (so a tick is a millisecond), tiny
-/// TTLs, no stall brake and no mass-suspicion brake unless a model turns them on.
-pub fn config() -> LivenessConfig {
-    LivenessConfig {
-        active_ttl_ms: ACTIVE_TTL_MS,
-        suspicion_ttl_ms: SUSPICION_TTL_MS,
-        monitor_tick_ms: 1,
-        stall_brake: false,
-        stall_bound_ms: 1_000,
-        mass_suspicion_brake: false,
-        ..LivenessConfig::default()
-    }
 }
 
 /// A liveness core (one registry shard) and its monitor on a manual clock starting at 0.

@@ -10,20 +10,19 @@
 
 #[path = "../../tests/invariants/mod.rs"]
 pub mod invariants;
+#[path = "../common/stack.rs"]
+mod stack;
+
+pub use stack::{config, Seen, ACTIVE_TTL_MS, SUSPICION_TTL_MS};
 
 use loom::sync::Arc;
 use mooncake_liveness::master::{Master, MasterOptions, OffboardingDriver};
-use mooncake_liveness::{Clock, LivenessConfig, LivenessState, ManualClock};
-use std::collections::BTreeSet;
+use mooncake_liveness::{Clock, LivenessState, ManualClock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Preemption bound when `LOOM_MAX_PREEMPTIONS` is not set.
 pub const DEFAULT_PREEMPTIONS: usize = 2;
-/// Active TTL, ms.
-pub const ACTIVE_TTL_MS: u64 = 10;
-/// Suspicion TTL, ms.
-pub const SUSPICION_TTL_MS: u64 = 20;
 /// The victim client (its incarnation goes Offline and is offboarded).
 pub const VICTIM: &str = "a";
 /// Its segment (large, so allocation prefers it while it serves).
@@ -32,19 +31,6 @@ pub const VICTIM_SEG: &str = "a0";
 pub const SURVIVOR: &str = "b";
 /// Its segment.
 pub const SURVIVOR_SEG: &str = "b0";
-
-/// 1 ms ticks, tiny TTLs, no brakes: two ticks walk a silent client to Offline.
-pub fn config() -> LivenessConfig {
-    LivenessConfig {
-        active_ttl_ms: ACTIVE_TTL_MS,
-        suspicion_ttl_ms: SUSPICION_TTL_MS,
-        monitor_tick_ms: 1,
-        stall_brake: false,
-        stall_bound_ms: 1_000,
-        mass_suspicion_brake: false,
-        ..LivenessConfig::default()
-    }
-}
 
 /// Runs `f` under loom (bound `LOOM_MAX_PREEMPTIONS`, default [`DEFAULT_PREEMPTIONS`]), checks
 /// that the iterations together reached every outcome of `expected` (unless the run was cut
@@ -62,7 +48,7 @@ pub fn model_capped<F>(name: &str, cap: usize, expected: &[&str], f: F)
 where
     F: Fn(&Seen) + Sync + Send + 'static,
 {
-    let seen = Seen(std::sync::Arc::new(std::sync::Mutex::new(BTreeSet::new())));
+    let seen = Seen::default();
     let iterations = std::sync::Arc::new(AtomicUsize::new(0));
     let (counter, s) = (iterations.clone(), seen.clone());
     let mut builder = loom::model::Builder::new();
@@ -79,28 +65,17 @@ where
         "loom model {name}: {} iterations, preemption bound {bound}, {:.2?}; outcomes {:?}",
         iterations.load(Ordering::Relaxed),
         start.elapsed(),
-        seen.0.lock().unwrap()
+        seen.outcomes()
     );
     let cut_short = bound < 2
         || builder.max_permutations.is_some()
         || builder.max_duration.is_some()
         || builder.checkpoint_file.is_some();
     if !cut_short {
-        let got = seen.0.lock().unwrap();
+        let got = seen.outcomes();
         for e in expected {
             assert!(got.contains(*e), "{name}: outcome {e:?} never reached (saw {got:?})");
         }
-    }
-}
-
-/// The outcomes the iterations of one model reached.
-#[derive(Clone)]
-pub struct Seen(std::sync::Arc<std::sync::Mutex<BTreeSet<String>>>);
-
-impl Seen {
-    /// Records this iteration's outcome.
-    pub fn saw(&self, outcome: impl Into<String>) {
-        self.0.lock().unwrap().insert(outcome.into());
     }
 }
 
