@@ -11,7 +11,7 @@
 //! objects (replicas in allocation order, completion, recency); injected step failures; the
 //! quota total and the external metadata entries.
 //!
-//! What it does not model (see `differential.rs`): which segment an allocation picks (the
+//! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
 //! permutation of the due jobs), stalls and both brakes (disabled in the configuration used),

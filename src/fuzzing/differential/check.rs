@@ -1,0 +1,216 @@
+//! The checker: the model plus what the invariants remember across steps; liveness
+//! transitions (invariants 1–4, 15) and offboarding attempts (15–17) of each tick.
+
+use super::super::model::{Config, Ev, Model, State, CLIENTS, CLIENT_NAMES};
+use super::names::ev_of;
+use super::run::client_ids;
+use crate::config::LivenessConfig;
+use crate::master::{Master, MasterEvent};
+use std::collections::BTreeSet;
+
+/// The model plus what the invariants remember across steps.
+pub(super) struct Checker {
+    pub(super) model: Model,
+    /// (client, incarnation) committed Offline.
+    pub(super) offline_commits: BTreeSet<(usize, u64)>,
+    /// (client, incarnation) offboarded.
+    pub(super) offboarded: BTreeSet<(usize, u64)>,
+    /// Highest incarnation seen per client.
+    pub(super) max_incarnation: [u64; CLIENTS],
+}
+
+impl Checker {
+    pub(super) fn new(config: &LivenessConfig) -> Self {
+        Self {
+            model: Model::new(Config {
+                active_ttl_ms: config.active_ttl_ms,
+                suspicion_ttl_ms: config.suspicion_ttl_ms,
+                retry_backoff_ms: config.offboarding_retry_backoff_ms,
+                retry_max_backoff_ms: config.offboarding_retry_max_backoff_ms,
+            }),
+            offline_commits: BTreeSet::new(),
+            offboarded: BTreeSet::new(),
+            max_incarnation: [0; CLIENTS],
+        }
+    }
+
+    /// Invariants 1–3 for a transition the master committed, against the model's state before it.
+    pub(super) fn check_transition(&self, ev: &Ev) {
+        let Ev::Transition {
+            at,
+            client,
+            incarnation,
+            from,
+            to,
+        } = ev
+        else {
+            return;
+        };
+        let allowed = matches!(
+            (from, to),
+            (State::Active, State::Suspected) | (State::Suspected, State::Active) | (State::Suspected, State::Offline)
+        );
+        assert!(
+            allowed,
+            "invariant 1: transition {from:?} -> {to:?} is not allowed: {ev:?}"
+        );
+        let rec = self.model.clients[*client]
+            .rec
+            .as_ref()
+            .unwrap_or_else(|| panic!("invariant 1: transition of a client with no live incarnation: {ev:?}"));
+        assert_eq!(
+            rec.incarnation, *incarnation,
+            "invariant 1: transition of a stale incarnation: {ev:?}"
+        );
+        assert_eq!(
+            rec.state, *from,
+            "invariant 1: transition from a state the incarnation is not in: {ev:?}"
+        );
+        match to {
+            State::Suspected => assert!(
+                at - rec.last_signal >= self.model.cfg.active_ttl_ms,
+                "invariant 2: Suspected at {at}, {} ms after the last signal at {} (active TTL {})",
+                at - rec.last_signal,
+                rec.last_signal,
+                self.model.cfg.active_ttl_ms
+            ),
+            State::Offline => assert!(
+                at - rec.suspected_at >= self.model.cfg.suspicion_ttl_ms,
+                "invariant 3: Offline at {at}, {} ms after Suspected was committed at {} (suspicion TTL {})",
+                at - rec.suspected_at,
+                rec.suspected_at,
+                self.model.cfg.suspicion_ttl_ms
+            ),
+            State::Active => {}
+        }
+    }
+
+    /// One monitor tick at `tau` that produced `events`.
+    pub(super) fn tick(&mut self, m: &Master, tau: u64, events: &[MasterEvent]) {
+        let evs: Vec<Ev> = events.iter().map(|e| ev_of(m, e)).collect();
+        let n_trans = evs.iter().take_while(|e| matches!(e, Ev::Transition { .. })).count();
+        let (trans, jobs) = evs.split_at(n_trans);
+        assert!(
+            jobs.iter().all(|e| !matches!(e, Ev::Transition { .. })),
+            "a transition after an offboarding attempt within one tick at {tau}: {evs:?}"
+        );
+        for e in trans {
+            assert!(
+                matches!(e, Ev::Transition { at, .. } if *at == tau),
+                "transition not stamped with its tick {tau}: {e:?}"
+            );
+            self.check_transition(e);
+        }
+        let mut observed: Vec<Ev> = trans.to_vec();
+        observed.sort();
+        let expected = self.model.tick_transitions(tau);
+        for e in &expected {
+            assert!(
+                observed.contains(e),
+                "invariant 4: late commit: the model commits {e:?} at the tick {tau}, the master committed {observed:?}"
+            );
+        }
+        assert_eq!(observed, expected, "transitions of the tick at {tau}");
+        for e in &observed {
+            if let Ev::Transition {
+                client,
+                incarnation,
+                to: State::Offline,
+                ..
+            } = e
+            {
+                assert!(
+                    self.offline_commits.insert((*client, *incarnation)),
+                    "invariant 15: a second Offline commit for {e:?}"
+                );
+            }
+        }
+        self.jobs(m, tau, jobs);
+    }
+
+    /// The offboarding attempts of the tick at `tau`, in the order the master ran them.
+    fn jobs(&mut self, m: &Master, tau: u64, jobs: &[Ev]) {
+        let order: Vec<usize> = jobs
+            .iter()
+            .map(|e| match e {
+                Ev::Retry { client, .. } | Ev::Offboarded { client, .. } => *client,
+                Ev::Transition { .. } => unreachable!(),
+            })
+            .collect();
+        let due = self.model.due_jobs(tau);
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted, due,
+            "offboarding attempts at {tau}: the master ran jobs of {order:?}, the model has jobs of {due:?} due (first attempt at the committing tick, retries on the backoff schedule)"
+        );
+        let fresh: Vec<bool> = order
+            .iter()
+            .map(|c| {
+                self.model.clients[*c]
+                    .rec
+                    .as_ref()
+                    .and_then(|r| r.job.as_ref())
+                    .is_some_and(|j| j.fresh)
+            })
+            .collect();
+        assert!(
+            fresh.windows(2).all(|w| w[0] <= w[1]),
+            "a due retry ran after a fresh job at {tau}: {jobs:?}"
+        );
+        for (c, got) in order.iter().zip(jobs) {
+            let want = self.model.attempt(*c, tau);
+            assert_eq!(got, &want, "offboarding attempt at {tau}");
+            if let Ev::Offboarded {
+                client, incarnation, ..
+            } = got
+            {
+                assert!(
+                    self.offboarded.insert((*client, *incarnation)),
+                    "invariant 15: offboarded twice: {got:?}"
+                );
+                self.check_offboarded(m, *client, *incarnation);
+            }
+        }
+    }
+
+    /// Invariant 16 right after `offboarded` (client, incarnation), on the master itself.
+    fn check_offboarded(&self, m: &Master, client: usize, incarnation: u64) {
+        let name = CLIENT_NAMES[client];
+        for seg in m.segments().iter() {
+            assert!(
+                !(m.client_name(seg.owner.client()) == name && seg.owner.incarnation().0 == incarnation),
+                "invariant 16: segment {} of offboarded {name}#{incarnation} still mounted",
+                seg.name
+            );
+        }
+        for (key, obj) in m.objects() {
+            for r in &obj.replicas {
+                assert!(
+                    !(m.client_name(r.owner().client()) == name && r.owner().incarnation().0 == incarnation),
+                    "invariant 16: object {key} keeps a replica of offboarded {name}#{incarnation}"
+                );
+                if let Some(sid) = r.segment() {
+                    assert!(
+                        m.segments().get(sid).is_some(),
+                        "invariant 10/16: object {key} references an unmounted segment"
+                    );
+                }
+            }
+        }
+        assert!(
+            m.local_disks()
+                .values()
+                .all(|d| !(m.client_name(d.owner.client()) == name && d.owner.incarnation().0 == incarnation)),
+            "invariant 16: LocalDisk of offboarded {name}#{incarnation} still registered"
+        );
+        let id = client_ids(m)[client].expect("an offboarded client has an id");
+        assert!(
+            m.liveness()
+                .registry()
+                .get(id)
+                .is_none_or(|r| r.incarnation().0 != incarnation),
+            "invariant 16: record of offboarded {name}#{incarnation} still registered"
+        );
+    }
+}

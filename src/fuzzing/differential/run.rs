@@ -1,0 +1,225 @@
+//! The real master on its manual clock, and the run loop: time advances like `replay` (every
+//! tick up to the target time, then the clock is set to it), each operation applies, and with a
+//! checker everything is compared with the model after every step.
+
+use super::super::model::{State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
+use super::check::Checker;
+use super::decode::Cmd;
+use super::names::state_of;
+use super::MAX_TIME_MS;
+use crate::clock::{Clock, ManualClock};
+use crate::config::LivenessConfig;
+use crate::liveness::{ClientId, LivenessState, PingStatus};
+use crate::master::{Master, MasterError, MasterEvent, MasterOptions, ReplicaDesc, SegmentSpec};
+use crate::offboarding::Step;
+use crate::snapshot::Snapshot;
+use std::sync::Arc;
+
+/// The real master's answer to one operation.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Answer {
+    Done(Result<(), &'static str>),
+    Ping(PingStatus),
+    Replicas(Result<Vec<ReplicaDesc>, &'static str>),
+    Nothing,
+}
+
+/// One entry of the log compared by the determinism check.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Logged {
+    Answer(Answer),
+    Events(Vec<MasterEvent>),
+    Final(Vec<ClientRow>),
+}
+
+/// The master's options: two registry shards, so the model's four clients share shards and
+/// building a master per input costs microseconds, not the default 1024 shards' allocations.
+fn options() -> MasterOptions {
+    MasterOptions {
+        registry_shards: 2,
+        // One metadata shard: the model evicts in global LRU order.
+        metadata_shards: 1,
+        ..MasterOptions::default()
+    }
+}
+
+/// The reference master on its manual clock.
+struct Real {
+    clock: Arc<ManualClock>,
+    config: LivenessConfig,
+    m: Master,
+    tick_ms: u64,
+    next_tick: u64,
+}
+
+impl Real {
+    fn new(config: &LivenessConfig) -> Self {
+        let clock = Arc::new(ManualClock::new(0));
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config.clone(), options());
+        let tick_ms = m.monitor().tick_ms();
+        Self {
+            clock,
+            config: config.clone(),
+            m,
+            tick_ms,
+            next_tick: tick_ms,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    fn failover(&mut self) {
+        let bytes = self.m.snapshot().encode();
+        let snap =
+            Snapshot::decode(&bytes).unwrap_or_else(|e| panic!("invariant 19: own snapshot does not decode: {e}"));
+        let clock = self.clock.clone() as Arc<dyn Clock>;
+        self.m = Master::restore(clock, self.config.clone(), options(), &snap)
+            .unwrap_or_else(|e| panic!("invariant 19: own snapshot does not restore: {e}"));
+    }
+
+    fn apply(&mut self, cmd: &Cmd) -> Answer {
+        let code = |r: Result<(), MasterError>| Answer::Done(r.map_err(MasterError::code));
+        let m = &mut self.m;
+        match cmd {
+            Cmd::Advance(_) => Answer::Nothing,
+            Cmd::Mount { c, s, size } => code(m.mount(CLIENT_NAMES[*c], SEGMENT_NAMES[*s], *size)),
+            Cmd::Remount { c, specs } => {
+                let specs: Vec<SegmentSpec> = specs
+                    .iter()
+                    .map(|(s, size)| SegmentSpec {
+                        segment: SEGMENT_NAMES[*s].to_string(),
+                        size: *size,
+                    })
+                    .collect();
+                code(m.remount(CLIENT_NAMES[*c], &specs))
+            }
+            Cmd::Unmount { c, s } => code(m.unmount(CLIENT_NAMES[*c], SEGMENT_NAMES[*s])),
+            Cmd::Ping { c } => Answer::Ping(m.ping(CLIENT_NAMES[*c])),
+            Cmd::MountLocalDisk { c, capacity } => code(m.mount_local_disk(CLIENT_NAMES[*c], *capacity)),
+            Cmd::Put { k, size, n } => Answer::Replicas(m.put(KEY_NAMES[*k], *size, *n).map_err(MasterError::code)),
+            Cmd::PutEnd { k } => code(m.put_end(KEY_NAMES[*k])),
+            Cmd::PutRevoke { k } => code(m.put_revoke(KEY_NAMES[*k])),
+            Cmd::Get { k } => Answer::Replicas(m.get(KEY_NAMES[*k]).map_err(MasterError::code)),
+            Cmd::Remove { k } => code(m.remove(KEY_NAMES[*k])),
+            Cmd::FailStep { step, times } => {
+                m.fail_step(Step::ALL[*step], *times);
+                Answer::Nothing
+            }
+            Cmd::Failover => {
+                self.failover();
+                Answer::Nothing
+            }
+        }
+    }
+}
+
+/// Runs `cmds` on a fresh master; with `check`, also on the model, comparing everything.
+pub(super) fn run(config: &LivenessConfig, cmds: &[Cmd], check: bool) -> Vec<Logged> {
+    let mut real = Real::new(config);
+    let mut checker = check.then(|| Checker::new(config));
+    let mut log = Vec::new();
+    for cmd in cmds {
+        if let Cmd::Advance(dt) = cmd {
+            let t = real.now() + dt;
+            if t > MAX_TIME_MS {
+                break;
+            }
+            while real.next_tick <= t {
+                let tau = real.next_tick;
+                real.clock.set_ms(tau);
+                real.m.tick();
+                real.next_tick += real.tick_ms;
+                let events = real.m.take_events();
+                if let Some(ch) = checker.as_mut() {
+                    // Every tick, even a silent one: a transition the model expects here and
+                    // the master did not commit is a late commit.
+                    ch.tick(&real.m, tau, &events);
+                    if !events.is_empty() {
+                        ch.compare_state(&real.m, &When::Tick(tau));
+                    }
+                }
+                if !events.is_empty() {
+                    log.push(Logged::Events(events));
+                }
+            }
+            real.clock.set_ms(t);
+            continue;
+        }
+        let now = real.now();
+        let answer = real.apply(cmd);
+        let events = real.m.take_events();
+        if let Some(ch) = checker.as_mut() {
+            ch.op(&real.m, cmd, now, &answer, &events);
+            ch.compare_state(&real.m, &When::Op(cmd, now));
+            if matches!(cmd, Cmd::Failover) {
+                ch.compare_query(&real.m, &When::Op(cmd, now));
+            }
+        }
+        log.push(Logged::Answer(answer));
+        if !events.is_empty() {
+            log.push(Logged::Events(events));
+        }
+    }
+    if let Some(ch) = checker.as_ref() {
+        ch.compare_query(&real.m, &When::End);
+    }
+    log.push(Logged::Final(registry_rows(&real.m)));
+    log
+}
+
+/// Every live incarnation as the registry holds it, in the diagnostic query's shape.
+pub(super) fn registry_rows(m: &Master) -> Vec<ClientRow> {
+    let ids = client_ids(m);
+    (0..CLIENTS)
+        .filter_map(|c| {
+            let id = ids[c]?;
+            let rec = m.liveness().registry().get(id)?;
+            let disks = m.local_disks();
+            let disk = disks.get(&id);
+            if let Some(d) = disk {
+                assert!(
+                    crate::sync::Arc::ptr_eq(&d.owner, &rec),
+                    "LocalDisk of {} bound to another incarnation",
+                    CLIENT_NAMES[c]
+                );
+            }
+            Some((
+                c,
+                rec.incarnation().0,
+                state_of(rec.state()),
+                rec.is_ready(),
+                rec.state() == LivenessState::Offline,
+                m.segments().owned_by(id).len(),
+                0,
+                disk.is_some(),
+            ))
+        })
+        .collect()
+}
+
+/// When a comparison runs (formatted only if it fails).
+pub(super) enum When<'a> {
+    Tick(u64),
+    Op(&'a Cmd, u64),
+    End,
+}
+
+impl std::fmt::Display for When<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            When::Tick(t) => write!(f, "after the tick at {t}"),
+            When::Op(cmd, t) => write!(f, "after {cmd:?} at {t}"),
+            When::End => write!(f, "at the end"),
+        }
+    }
+}
+
+/// One client as the diagnostic query shows it.
+pub(super) type ClientRow = (usize, u64, State, bool, bool, usize, usize, bool);
+
+/// The master's ids of the harness's clients (`None` until a client is first named).
+pub(super) fn client_ids(m: &Master) -> [Option<ClientId>; CLIENTS] {
+    CLIENT_NAMES.map(|n| m.known_client_id(n))
+}
