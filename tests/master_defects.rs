@@ -462,3 +462,63 @@ fn incarnation_tokens_fence_stale_callers() {
     );
     m.m.mount_with_token("c1", token, "s9", 1 << 20).unwrap();
 }
+
+/// Found by the `differential` fuzz target in async mode (seeds `async_*`, e.g. `async_completion`):
+/// with the `Outbox` driver the embedder's executor runs the jobs, and the master had no way
+/// to hear how an attempt ended: no `offboarded` or `offboarding_retry` event, and `stats()`
+/// counted a job completed elsewhere as Offline and pending for ever (the Active count short by
+/// one). Before the fix `report_offboarding` did not exist and the embedder could not report.
+#[test]
+fn an_outbox_executors_attempts_reach_the_masters_events_and_stats() {
+    use mooncake_liveness::offboarding::complete_client_offboarding;
+    let mut m = M::with(MasterOptions {
+        offboarding: OffboardingDriver::Outbox,
+        ..MasterOptions::default()
+    });
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 20).unwrap();
+    m.m.fail_step(Step::Segments, 1);
+    for t in (1_000..=31_000).step_by(1_000) {
+        m.at(t).ping("c2");
+    }
+    let live = m.m.liveness_handle();
+    let job = m.m.take_jobs().pop().expect("c1's job in the outbox");
+    let job = match complete_client_offboarding(&mut m.m, live.registry(), job) {
+        Err(job) => job,
+        Ok(_) => panic!("the injected failure did not fail the attempt"),
+    };
+    m.m.report_offboarding(Err(&job));
+    let done = complete_client_offboarding(&mut m.m, live.registry(), job).expect("second attempt completes");
+    m.m.report_offboarding(Ok(&done));
+    let jobs: Vec<_> =
+        m.m.take_events()
+            .into_iter()
+            .filter(|e| !matches!(e, MasterEvent::Transition(_)))
+            .collect();
+    assert!(
+        matches!(
+            jobs.as_slice(),
+            [
+                MasterEvent::OffboardingRetry {
+                    step: Step::Segments,
+                    attempt: 1,
+                    ..
+                },
+                MasterEvent::Offboarded { attempts: 2, .. }
+            ]
+        ),
+        "{jobs:?}"
+    );
+    let s = m.m.stats();
+    assert_eq!(
+        (
+            s.active,
+            s.offline,
+            s.jobs_pending,
+            s.jobs_completed,
+            s.step_failures[1]
+        ),
+        (1, 0, 0, 1, 1),
+        "{s:?}"
+    );
+}

@@ -156,6 +156,10 @@ impl Checker {
                 md.failover(now);
                 (Answer::Nothing, None)
             }
+            Cmd::HandBack => {
+                md.hand_back(now);
+                (Answer::Nothing, None)
+            }
         };
         assert_eq!(answer, &want, "answer to {cmd:?} at {now}");
         // Invariant 6: a refused mount is not a liveness signal and creates no record.

@@ -20,13 +20,14 @@ pub(super) struct Checker {
 }
 
 impl Checker {
-    pub(super) fn new(config: &LivenessConfig) -> Self {
+    pub(super) fn new(config: &LivenessConfig, async_mode: bool) -> Self {
         Self {
             model: Model::new(Config {
                 active_ttl_ms: config.active_ttl_ms,
                 suspicion_ttl_ms: config.suspicion_ttl_ms,
                 retry_backoff_ms: config.offboarding_retry_backoff_ms,
                 retry_max_backoff_ms: config.offboarding_retry_max_backoff_ms,
+                async_mode,
             }),
             offline_commits: BTreeSet::new(),
             offboarded: BTreeSet::new(),
@@ -125,11 +126,21 @@ impl Checker {
                 );
             }
         }
-        self.jobs(m, tau, jobs);
+        self.jobs(m, tau, jobs, false);
+    }
+
+    /// The executor's retries that fell due between ticks (async), run at `now`.
+    pub(super) fn executor(&mut self, m: &Master, now: u64, events: &[MasterEvent]) {
+        let evs: Vec<Ev> = events.iter().map(|e| ev_of(m, e)).collect();
+        assert!(
+            evs.iter().all(|e| !matches!(e, Ev::Transition { .. })),
+            "a transition from the executor at {now}: {evs:?}"
+        );
+        self.jobs(m, now, &evs, true);
     }
 
     /// The offboarding attempts of the tick at `tau`, in the order the master ran them.
-    fn jobs(&mut self, m: &Master, tau: u64, jobs: &[Ev]) {
+    fn jobs(&mut self, m: &Master, tau: u64, jobs: &[Ev], executor_only: bool) {
         let order: Vec<usize> = jobs
             .iter()
             .map(|e| match e {
@@ -137,7 +148,7 @@ impl Checker {
                 Ev::Transition { .. } => unreachable!(),
             })
             .collect();
-        let due = self.model.due_jobs(tau);
+        let due = self.model.due_jobs(tau, executor_only);
         let mut sorted = order.clone();
         sorted.sort();
         assert_eq!(

@@ -1,9 +1,14 @@
-//! Decoding an input: a small configuration, then operations (`RawOp`, as `arbitrary` reads
-//! them) turned into commands with names and sizes fixed (`Cmd`, independent of any state).
+//! Decoding an input: a small configuration, a setup byte (bit 0: asynchronous offboarding),
+//! then operations (`RawOp`, as `arbitrary` reads them) turned into commands with names and
+//! sizes fixed (`Cmd`, independent of any state).
+//!
+//! New variants are appended to `RawOp` only, and `scripts/differential_seeds.py` (which
+//! writes and converts seeds) lists them in the same order: appending one changes every tag,
+//! so the committed seeds are converted to decode to the same operations as before.
 
 use super::super::model::{CLIENTS, KEYS, SEGMENTS, STEPS};
 use super::{MAX_FAILOVERS, MAX_OPS};
-use crate::config::LivenessConfig;
+use crate::config::{LivenessConfig, OffboardingMode};
 use arbitrary::{Arbitrary, Unstructured};
 
 /// Natural size of each segment (a ReMount re-announces it; a Mount mostly uses it).
@@ -27,24 +32,58 @@ enum RawOp {
     Remove { key: u8 },
     FailStep { step: u8, times: u8 },
     Failover,
+    HandBack,
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
 #[derive(Clone, Debug)]
 pub(super) enum Cmd {
     Advance(u64),
-    Mount { c: usize, s: usize, size: u64 },
-    Remount { c: usize, specs: Vec<(usize, u64)> },
-    Unmount { c: usize, s: usize },
-    Ping { c: usize },
-    MountLocalDisk { c: usize, capacity: u64 },
-    Put { k: usize, size: u64, n: usize },
-    PutEnd { k: usize },
-    PutRevoke { k: usize },
-    Get { k: usize },
-    Remove { k: usize },
-    FailStep { step: usize, times: u32 },
+    Mount {
+        c: usize,
+        s: usize,
+        size: u64,
+    },
+    Remount {
+        c: usize,
+        specs: Vec<(usize, u64)>,
+    },
+    Unmount {
+        c: usize,
+        s: usize,
+    },
+    Ping {
+        c: usize,
+    },
+    MountLocalDisk {
+        c: usize,
+        capacity: u64,
+    },
+    Put {
+        k: usize,
+        size: u64,
+        n: usize,
+    },
+    PutEnd {
+        k: usize,
+    },
+    PutRevoke {
+        k: usize,
+    },
+    Get {
+        k: usize,
+    },
+    Remove {
+        k: usize,
+    },
+    FailStep {
+        step: usize,
+        times: u32,
+    },
     Failover,
+    /// Async: the executor shuts down and hands every job it holds back to the master (sync:
+    /// nothing to hand back).
+    HandBack,
 }
 
 fn segment_size(s: usize, variant: u8) -> u64 {
@@ -112,17 +151,28 @@ fn cmd_of(op: RawOp) -> Cmd {
             times: u32::from(times % 3) + 1,
         },
         RawOp::Failover => Cmd::Failover,
+        RawOp::HandBack => Cmd::HandBack,
     }
 }
 
+/// What an input decodes to.
+pub(super) struct Input {
+    pub(super) config: LivenessConfig,
+    /// Offboarding through the master's outbox and the harness's executor (else inline).
+    pub(super) async_mode: bool,
+    pub(super) cmds: Vec<Cmd>,
+}
+
 /// The configuration and operations an input decodes to (`None`: not enough bytes for a config).
-pub(super) fn decode(data: &[u8]) -> Option<(LivenessConfig, Vec<Cmd>)> {
+pub(super) fn decode(data: &[u8]) -> Option<Input> {
     let mut u = Unstructured::new(data);
     let active = u.int_in_range(200u64..=3_000).ok()?;
     let suspicion = u.int_in_range(200u64..=3_000).ok()?;
     let tick = u.int_in_range(10u64..=100).ok()?;
     let backoff = u.int_in_range(10u64..=1_000).ok()?;
     let max_backoff = backoff * u.int_in_range(1u64..=8).ok()?;
+    let setup = u8::arbitrary(&mut u).ok()?;
+    let async_mode = setup & 1 != 0;
     let config = LivenessConfig {
         active_ttl_ms: active,
         suspicion_ttl_ms: suspicion,
@@ -134,6 +184,11 @@ pub(super) fn decode(data: &[u8]) -> Option<(LivenessConfig, Vec<Cmd>)> {
         offboarding_retry_max_backoff_ms: max_backoff,
         offboarding_rate_per_sec: 1_000.0,
         offboarding_burst: 1_000,
+        offboarding_mode: if async_mode {
+            OffboardingMode::Async
+        } else {
+            OffboardingMode::Sync
+        },
         ..LivenessConfig::default()
     };
     let mut cmds = Vec::new();
@@ -147,5 +202,9 @@ pub(super) fn decode(data: &[u8]) -> Option<(LivenessConfig, Vec<Cmd>)> {
         }
         cmds.push(cmd);
     }
-    Some((config, cmds))
+    Some(Input {
+        config,
+        async_mode,
+        cmds,
+    })
 }

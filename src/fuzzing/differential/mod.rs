@@ -31,6 +31,15 @@
 //!   model's: diagnostic query, segment table (owner incarnation, size, usage, keys), objects
 //!   (replicas in order, completion), pending jobs (attempts, steps done, next attempt), stats.
 //!
+//! Both offboarding modes: the input's setup byte picks inline offboarding (the tick runs each
+//! job) or the asynchronous path (the master's `Outbox` driver, with [`executor`] playing the
+//! executor deterministically: jobs taken after each tick, retries on the backoff schedule
+//! between ticks, a failover losing the jobs it held, the shutdown hand-back). In async mode
+//! the model follows the contract's async rules (`model.rs`: the barrier until completion,
+//! retries owned by the executor, a failover restarting a job the executor held from its
+//! snapshot record, a hand-back keeping progress), and the jobs the executor holds are compared
+//! as the master's parked jobs are.
+//!
 //! The model follows the contract, not the implementation: where they differed, the fuzz
 //! target failed and the minimized input became a seed (`bug1_*`: a segment name unmounted by a
 //! still-pending offboarding job could be mounted by another client; fixed in the master).
@@ -39,18 +48,22 @@
 //! and operations with their virtual times.
 //!
 //! Layout: [`decode`] turns bytes into a configuration and operations; [`run`] drives the real
-//! master (and, with the checker, the model) through them; [`check`] compares events and the
+//! master (and, with the checker, the model) through them, with [`executor`] in async mode; [`check`] compares events and the
 //! invariants that span steps, [`answers`] each operation's answer, [`state`] the whole
-//! observable state; [`names`] maps the model's indices to the master's names.
+//! observable state; [`names`] maps the model's indices to the master's names; [`counts`] tallies
+//! what an input exercised.
 
 mod answers;
 mod check;
+mod counts;
 mod decode;
+mod executor;
 mod names;
 mod run;
 mod state;
 
-use decode::{decode, Cmd};
+pub use counts::Counts;
+use decode::{decode, Cmd, Input};
 
 /// Operations per input, at most.
 const MAX_OPS: usize = 96;
@@ -62,9 +75,9 @@ const MAX_FAILOVERS: usize = 2;
 /// Random operations on the reference master and the sequential model, compared after every
 /// step; then the same input on a second master must produce the same answers and events.
 pub fn differential(data: &[u8]) {
-    let Some((config, cmds)) = decode(data) else { return };
-    let first = run::run(&config, &cmds, true);
-    let second = run::run(&config, &cmds, false);
+    let Some(input) = decode(data) else { return };
+    let (first, _) = run::run(&input, true);
+    let (second, _) = run::run(&input, false);
     if first != second {
         let at = first
             .iter()
@@ -79,17 +92,37 @@ pub fn differential(data: &[u8]) {
     }
 }
 
+/// What `data` exercises (it is run once, checked): operations per mode and the offboarding
+/// events they led to.
+pub fn differential_counts(data: &[u8]) -> Counts {
+    let Some(input) = decode(data) else {
+        return Counts::default();
+    };
+    let (_, mut counts) = run::run(&input, true);
+    counts.input(input.async_mode);
+    counts
+}
+
 /// The configuration and operations `data` decodes to, for reading a finding (`None` if it
 /// decodes to nothing).
 pub fn differential_explain(data: &[u8]) -> Option<String> {
-    let (config, cmds) = decode(data)?;
+    let Input {
+        config,
+        async_mode,
+        cmds,
+    } = decode(data)?;
     let mut out = format!(
-        "active {} ms, suspicion {} ms, tick {} ms, retry backoff {}..{} ms\n",
+        "active {} ms, suspicion {} ms, tick {} ms, retry backoff {}..{} ms, offboarding {}\n",
         config.active_ttl_ms,
         config.suspicion_ttl_ms,
         config.monitor_tick_ms,
         config.offboarding_retry_backoff_ms,
-        config.offboarding_retry_max_backoff_ms
+        config.offboarding_retry_max_backoff_ms,
+        if async_mode {
+            "async (outbox + the harness's executor)"
+        } else {
+            "sync (inline)"
+        }
     );
     let mut now = 0;
     for cmd in &cmds {

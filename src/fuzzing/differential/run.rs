@@ -4,13 +4,15 @@
 
 use super::super::model::{State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
 use super::check::Checker;
-use super::decode::Cmd;
+use super::counts::Counts;
+use super::decode::{Cmd, Input};
+use super::executor::Executor;
 use super::names::state_of;
 use super::MAX_TIME_MS;
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, LivenessState, PingStatus};
-use crate::master::{Master, MasterError, MasterEvent, MasterOptions, ReplicaDesc, SegmentSpec};
+use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
 use crate::offboarding::Step;
 use crate::snapshot::Snapshot;
 use std::sync::Arc;
@@ -34,11 +36,16 @@ pub(super) enum Logged {
 
 /// The master's options: two registry shards, so the model's four clients share shards and
 /// building a master per input costs microseconds, not the default 1024 shards' allocations.
-fn options() -> MasterOptions {
+fn options(async_mode: bool) -> MasterOptions {
     MasterOptions {
         registry_shards: 2,
         // One metadata shard: the model evicts in global LRU order.
         metadata_shards: 1,
+        offboarding: if async_mode {
+            OffboardingDriver::Outbox
+        } else {
+            OffboardingDriver::Inline
+        },
         ..MasterOptions::default()
     }
 }
@@ -50,12 +57,15 @@ struct Real {
     m: Master,
     tick_ms: u64,
     next_tick: u64,
+    /// Async mode's executor (`None`: jobs run inline in the tick).
+    exec: Option<Executor>,
+    counts: Counts,
 }
 
 impl Real {
-    fn new(config: &LivenessConfig) -> Self {
+    fn new(config: &LivenessConfig, async_mode: bool) -> Self {
         let clock = Arc::new(ManualClock::new(0));
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config.clone(), options());
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config.clone(), options(async_mode));
         let tick_ms = m.monitor().tick_ms();
         Self {
             clock,
@@ -63,6 +73,22 @@ impl Real {
             m,
             tick_ms,
             next_tick: tick_ms,
+            exec: async_mode.then(Executor::default),
+            counts: Counts::default(),
+        }
+    }
+
+    /// The jobs the executor holds (async), for the state comparison.
+    fn held(&self) -> Vec<super::executor::Held> {
+        self.exec.as_ref().map_or_else(Vec::new, Executor::held)
+    }
+
+    /// One monitor tick at `tau`, then (async) the executor.
+    fn tick(&mut self, tau: u64) {
+        self.clock.set_ms(tau);
+        self.m.tick();
+        if let Some(exec) = self.exec.as_mut() {
+            exec.after_tick(&mut self.m, tau);
         }
     }
 
@@ -71,11 +97,24 @@ impl Real {
     }
 
     fn failover(&mut self) {
+        let mid_job = self
+            .m
+            .liveness()
+            .registry()
+            .records()
+            .iter()
+            .any(|r| r.state() == LivenessState::Offline);
+        self.counts.failovers_mid_job += u64::from(mid_job);
+        if let Some(exec) = self.exec.as_mut() {
+            self.counts.failovers_with_executor_jobs += u64::from(!exec.held().is_empty());
+            exec.crash();
+        }
         let bytes = self.m.snapshot().encode();
         let snap =
             Snapshot::decode(&bytes).unwrap_or_else(|e| panic!("invariant 19: own snapshot does not decode: {e}"));
         let clock = self.clock.clone() as Arc<dyn Clock>;
-        self.m = Master::restore(clock, self.config.clone(), options(), &snap)
+        let async_mode = self.exec.is_some();
+        self.m = Master::restore(clock, self.config.clone(), options(async_mode), &snap)
             .unwrap_or_else(|e| panic!("invariant 19: own snapshot does not restore: {e}"));
     }
 
@@ -111,14 +150,26 @@ impl Real {
                 self.failover();
                 Answer::Nothing
             }
+            Cmd::HandBack => {
+                if let Some(exec) = self.exec.as_mut() {
+                    self.counts.handed_back += exec.held().len() as u64;
+                    exec.hand_back(&self.m);
+                }
+                Answer::Nothing
+            }
         }
     }
 }
 
 /// Runs `cmds` on a fresh master; with `check`, also on the model, comparing everything.
-pub(super) fn run(config: &LivenessConfig, cmds: &[Cmd], check: bool) -> Vec<Logged> {
-    let mut real = Real::new(config);
-    let mut checker = check.then(|| Checker::new(config));
+pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
+    let Input {
+        config,
+        async_mode,
+        cmds,
+    } = input;
+    let mut real = Real::new(config, *async_mode);
+    let mut checker = check.then(|| Checker::new(config, *async_mode));
     let mut log = Vec::new();
     for cmd in cmds {
         if let Cmd::Advance(dt) = cmd {
@@ -126,18 +177,19 @@ pub(super) fn run(config: &LivenessConfig, cmds: &[Cmd], check: bool) -> Vec<Log
             if t > MAX_TIME_MS {
                 break;
             }
+            real.counts.op(cmd, *async_mode);
             while real.next_tick <= t {
                 let tau = real.next_tick;
-                real.clock.set_ms(tau);
-                real.m.tick();
+                real.tick(tau);
                 real.next_tick += real.tick_ms;
                 let events = real.m.take_events();
+                real.counts.events(&events);
                 if let Some(ch) = checker.as_mut() {
                     // Every tick, even a silent one: a transition the model expects here and
                     // the master did not commit is a late commit.
                     ch.tick(&real.m, tau, &events);
                     if !events.is_empty() {
-                        ch.compare_state(&real.m, &When::Tick(tau));
+                        ch.compare_state(&real.m, &real.held(), &When::Tick(tau));
                     }
                 }
                 if !events.is_empty() {
@@ -148,11 +200,28 @@ pub(super) fn run(config: &LivenessConfig, cmds: &[Cmd], check: bool) -> Vec<Log
             continue;
         }
         let now = real.now();
+        real.counts.op(cmd, *async_mode);
+        // Async: the executor's retries that fell due since the last step run first.
+        if let Some(exec) = real.exec.as_mut() {
+            exec.poll(&mut real.m, now);
+            let events = real.m.take_events();
+            real.counts.events(&events);
+            if let Some(ch) = checker.as_mut() {
+                if !events.is_empty() {
+                    ch.executor(&real.m, now, &events);
+                    ch.compare_state(&real.m, &real.held(), &When::Executor(now));
+                }
+            }
+            if !events.is_empty() {
+                log.push(Logged::Events(events));
+            }
+        }
         let answer = real.apply(cmd);
         let events = real.m.take_events();
+        real.counts.events(&events);
         if let Some(ch) = checker.as_mut() {
             ch.op(&real.m, cmd, now, &answer, &events);
-            ch.compare_state(&real.m, &When::Op(cmd, now));
+            ch.compare_state(&real.m, &real.held(), &When::Op(cmd, now));
             if matches!(cmd, Cmd::Failover) {
                 ch.compare_query(&real.m, &When::Op(cmd, now));
             }
@@ -166,7 +235,7 @@ pub(super) fn run(config: &LivenessConfig, cmds: &[Cmd], check: bool) -> Vec<Log
         ch.compare_query(&real.m, &When::End);
     }
     log.push(Logged::Final(registry_rows(&real.m)));
-    log
+    (log, real.counts)
 }
 
 /// Every live incarnation as the registry holds it, in the diagnostic query's shape.
@@ -202,6 +271,7 @@ pub(super) fn registry_rows(m: &Master) -> Vec<ClientRow> {
 /// When a comparison runs (formatted only if it fails).
 pub(super) enum When<'a> {
     Tick(u64),
+    Executor(u64),
     Op(&'a Cmd, u64),
     End,
 }
@@ -210,6 +280,7 @@ impl std::fmt::Display for When<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             When::Tick(t) => write!(f, "after the tick at {t}"),
+            When::Executor(t) => write!(f, "after the executor's retries at {t}"),
             When::Op(cmd, t) => write!(f, "after {cmd:?} at {t}"),
             When::End => write!(f, "at the end"),
         }

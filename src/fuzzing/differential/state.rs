@@ -4,6 +4,7 @@
 
 use super::super::model::{State, CLIENTS, CLIENT_NAMES};
 use super::check::Checker;
+use super::executor::Held;
 use super::names::{client_index, key_index, segment_index, state_of};
 use super::run::{registry_rows, ClientRow, When};
 use crate::master::{Lifecycle, Master};
@@ -59,7 +60,7 @@ impl Checker {
     }
 
     /// The whole observable state of the master against the model (and invariant 13).
-    pub(super) fn compare_state(&mut self, m: &Master, when: &When<'_>) {
+    pub(super) fn compare_state(&mut self, m: &Master, held: &[Held], when: &When<'_>) {
         let md = &self.model;
         let want = self.client_rows();
         // The same rows straight from the registry (cheap: the query walks every registry shard).
@@ -170,16 +171,30 @@ impl Checker {
             })
             .collect();
         got.sort();
-        let want: Vec<(usize, u32, Vec<usize>, u64)> = (0..CLIENTS)
-            .filter_map(|c| {
-                let j = md.clients[c].rec.as_ref()?.job.as_ref()?;
-                let done = (0..5).filter(|s| j.done[*s]).collect();
-                Some((c, j.attempts, done, j.due))
-            })
-            .collect();
+        let want = |in_executor: bool| -> Vec<(usize, u32, Vec<usize>, u64)> {
+            (0..CLIENTS)
+                .filter_map(|c| {
+                    let j = md.clients[c].rec.as_ref()?.job.as_ref()?;
+                    let done = (0..5).filter(|s| j.done[*s]).collect();
+                    (j.in_executor == in_executor).then_some((c, j.attempts, done, j.due))
+                })
+                .collect()
+        };
         assert_eq!(
-            got, want,
-            "pending jobs {when}: (client, attempts, steps done, next attempt)"
+            got,
+            want(false),
+            "jobs parked in the master {when}: (client, attempts, steps done, next attempt)"
+        );
+        // Async: the jobs waiting in the executor for their retry (invariant 18: nowhere else).
+        let mut got: Vec<(usize, u32, Vec<usize>, u64)> = held
+            .iter()
+            .map(|(id, attempts, done, due)| (client_index(&m.client_name(*id)), *attempts, done.clone(), *due))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            want(true),
+            "jobs in the executor {when}: (client, attempts, steps done, next attempt)"
         );
         // Stats derived from the states.
         let s = m.stats();

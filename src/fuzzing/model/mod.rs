@@ -9,7 +9,8 @@
 //! the tick that committed Suspected, readiness, LocalDisk registration, the pending offboarding
 //! job); memory segments (owner incarnation, size, usage derived from the replicas on them);
 //! objects (replicas in allocation order, completion, recency); injected step failures; the
-//! quota total and the external metadata entries.
+//! quota total and the external metadata entries. In async mode (`Config::async_mode`) also
+//! where each job is: parked in the master or held by the executor for a retry.
 //!
 //! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
@@ -18,6 +19,8 @@
 //! tasks, drain, offload, promotion, NoF, tenants' quota limits.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod offboarding;
 
 /// Clients in the universe.
 pub(crate) const CLIENTS: usize = 4;
@@ -43,6 +46,9 @@ pub(crate) struct Config {
     pub(crate) suspicion_ttl_ms: u64,
     pub(crate) retry_backoff_ms: u64,
     pub(crate) retry_max_backoff_ms: u64,
+    /// Asynchronous offboarding: the master hands jobs to an executor (the harness plays it)
+    /// instead of running them in its tick.
+    pub(crate) async_mode: bool,
 }
 
 /// Liveness state of one incarnation.
@@ -94,6 +100,10 @@ pub(crate) struct Job {
     pub(crate) refund: u64,
     /// Names of segments the `segments` step unmounted, deleted by `external_metadata`.
     pub(crate) unmounted: Vec<usize>,
+    /// Async mode: the executor holds the job (waiting for a retry); otherwise it is parked in
+    /// the master (sync mode always; async mode after a failover or a hand-back, until the
+    /// next tick hands it on).
+    pub(crate) in_executor: bool,
 }
 
 /// The current incarnation of one client id.
@@ -540,134 +550,5 @@ impl Model {
 
     pub(crate) fn fail_step(&mut self, step: usize, times: u32) {
         self.faults[step] += times;
-    }
-
-    // ---- the monitor and offboarding --------------------------------------------------------
-
-    /// The liveness transitions of the tick at `now`, by client (the timing rule).
-    pub(crate) fn tick_transitions(&mut self, now: u64) -> Vec<Ev> {
-        let cfg = self.cfg;
-        let mut out = Vec::new();
-        for (c, client) in self.clients.iter_mut().enumerate() {
-            let Some(rec) = client.rec.as_mut() else { continue };
-            let from = rec.state;
-            match rec.state {
-                State::Active if now - rec.last_signal >= cfg.active_ttl_ms => {
-                    rec.state = State::Suspected;
-                    rec.suspected_at = now;
-                }
-                State::Suspected if now - rec.suspected_at >= cfg.suspicion_ttl_ms => {
-                    rec.state = State::Offline;
-                    rec.job = Some(Job {
-                        attempts: 0,
-                        done: [false; 5],
-                        due: now,
-                        fresh: true,
-                        refund: 0,
-                        unmounted: Vec::new(),
-                    });
-                }
-                _ => continue,
-            }
-            out.push(Ev::Transition {
-                at: now,
-                client: c,
-                incarnation: rec.incarnation,
-                from,
-                to: rec.state,
-            });
-        }
-        out
-    }
-
-    /// Clients whose job runs at the tick at `now` (due retries and fresh jobs), by client.
-    pub(crate) fn due_jobs(&self, now: u64) -> Vec<usize> {
-        (0..CLIENTS)
-            .filter(|c| {
-                self.clients[*c]
-                    .rec
-                    .as_ref()
-                    .and_then(|r| r.job.as_ref())
-                    .is_some_and(|j| j.due <= now)
-            })
-            .collect()
-    }
-
-    /// One attempt of client `c`'s job at `now`: the steps not done yet, in order; an injected
-    /// failure stops it (retry after the backoff); success erases the record.
-    pub(crate) fn attempt(&mut self, c: usize, now: u64) -> Ev {
-        let cfg = self.cfg;
-        let rec = self.clients[c].rec.as_ref().expect("job of a live record");
-        let (inc, mut job) = (rec.incarnation, rec.job.clone().expect("job of an Offline record"));
-        job.attempts += 1;
-        job.fresh = false;
-        let mine: Vec<usize> = self
-            .segments
-            .iter()
-            .filter(|(_, seg)| seg.owner == c && seg.incarnation == inc)
-            .map(|(s, _)| *s)
-            .collect();
-        for step in 0..5 {
-            if job.done[step] {
-                continue;
-            }
-            if self.faults[step] > 0 {
-                self.faults[step] -= 1;
-                job.due = now + backoff(job.attempts, cfg.retry_backoff_ms, cfg.retry_max_backoff_ms);
-                let attempt = job.attempts;
-                self.clients[c].rec.as_mut().expect("live").job = Some(job);
-                return Ev::Retry {
-                    at: now,
-                    client: c,
-                    incarnation: inc,
-                    step,
-                    attempt,
-                };
-            }
-            match step {
-                0 => {
-                    for s in &mine {
-                        job.refund += self.drop_replicas_on(*s);
-                    }
-                }
-                1 => {
-                    for s in &mine {
-                        self.segments.remove(s);
-                        job.unmounted.push(*s);
-                    }
-                }
-                2 => self.clients[c].rec.as_mut().expect("live").local_disk = None,
-                3 => job.refund = 0,
-                _ => job.unmounted.clear(),
-            }
-            job.done[step] = true;
-        }
-        let client = &mut self.clients[c];
-        client.last_incarnation = inc;
-        client.rec = None;
-        Ev::Offboarded {
-            at: now,
-            client: c,
-            incarnation: inc,
-            attempts: job.attempts,
-        }
-    }
-
-    /// Failover at `now` from a snapshot taken now: every retained incarnation is Active with a
-    /// fresh active TTL and not ready; pending jobs resume (at the next tick) with their
-    /// progress; injected failures are not part of a snapshot.
-    pub(crate) fn failover(&mut self, now: u64) {
-        self.faults = [0; 5];
-        for client in &mut self.clients {
-            let Some(rec) = client.rec.as_mut() else { continue };
-            rec.ready = false;
-            match rec.job.as_mut() {
-                Some(job) => job.due = now,
-                None => {
-                    rec.state = State::Active;
-                    rec.last_signal = now;
-                }
-            }
-        }
     }
 }

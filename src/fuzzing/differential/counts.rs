@@ -1,0 +1,131 @@
+//! What an input exercised: operations run per offboarding mode, and the offboarding events
+//! they led to (FUZZING.md's per-op coverage comes from these, summed over a corpus by
+//! `examples/differential_tool.rs counts`).
+
+use super::decode::Cmd;
+use crate::master::MasterEvent;
+use std::fmt;
+
+/// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
+const OPS: [&str; 14] = [
+    "advance",
+    "mount",
+    "remount",
+    "unmount",
+    "ping",
+    "mount_local_disk",
+    "put",
+    "put_end",
+    "put_revoke",
+    "get",
+    "remove",
+    "fail_step",
+    "failover",
+    "hand_back",
+];
+
+/// Counts of one or more inputs; index 0 is sync mode, 1 async.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Inputs decoded, per mode.
+    pub inputs: [u64; 2],
+    /// Operations run, per mode, by [`OPS`] index.
+    pub ops: [[u64; OPS.len()]; 2],
+    /// Liveness transitions, per mode.
+    pub transitions: [u64; 2],
+    /// Failed offboarding attempts (`offboarding_retry`), per mode.
+    pub retries: [u64; 2],
+    /// Completed jobs (`offboarded`), per mode.
+    pub offboarded: [u64; 2],
+    /// Failovers while some incarnation was Offline with its job pending (both modes).
+    pub failovers_mid_job: u64,
+    /// Async failovers while the executor held a job waiting for its retry.
+    pub failovers_with_executor_jobs: u64,
+    /// Jobs handed back by the executor's shutdown (async).
+    pub handed_back: u64,
+    mode: usize,
+}
+
+impl Counts {
+    pub(super) fn op(&mut self, cmd: &Cmd, async_mode: bool) {
+        self.mode = usize::from(async_mode);
+        let i = match cmd {
+            Cmd::Advance(_) => 0,
+            Cmd::Mount { .. } => 1,
+            Cmd::Remount { .. } => 2,
+            Cmd::Unmount { .. } => 3,
+            Cmd::Ping { .. } => 4,
+            Cmd::MountLocalDisk { .. } => 5,
+            Cmd::Put { .. } => 6,
+            Cmd::PutEnd { .. } => 7,
+            Cmd::PutRevoke { .. } => 8,
+            Cmd::Get { .. } => 9,
+            Cmd::Remove { .. } => 10,
+            Cmd::FailStep { .. } => 11,
+            Cmd::Failover => 12,
+            Cmd::HandBack => 13,
+        };
+        self.ops[self.mode][i] += 1;
+    }
+
+    pub(super) fn events(&mut self, events: &[MasterEvent]) {
+        for e in events {
+            match e {
+                MasterEvent::Transition(_) => self.transitions[self.mode] += 1,
+                MasterEvent::OffboardingRetry { .. } => self.retries[self.mode] += 1,
+                MasterEvent::Offboarded { .. } => self.offboarded[self.mode] += 1,
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn input(&mut self, async_mode: bool) {
+        self.mode = usize::from(async_mode);
+        self.inputs[self.mode] += 1;
+    }
+
+    /// Adds `other` (summing a corpus).
+    pub fn add(&mut self, other: &Counts) {
+        for m in 0..2 {
+            self.inputs[m] += other.inputs[m];
+            for (a, b) in self.ops[m].iter_mut().zip(&other.ops[m]) {
+                *a += b;
+            }
+            self.transitions[m] += other.transitions[m];
+            self.retries[m] += other.retries[m];
+            self.offboarded[m] += other.offboarded[m];
+        }
+        self.failovers_mid_job += other.failovers_mid_job;
+        self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
+        self.handed_back += other.handed_back;
+    }
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "| | sync | async |")?;
+        writeln!(f, "|---|---:|---:|")?;
+        writeln!(f, "| inputs | {} | {} |", self.inputs[0], self.inputs[1])?;
+        for (i, name) in OPS.iter().enumerate() {
+            writeln!(f, "| `{name}` | {} | {} |", self.ops[0][i], self.ops[1][i])?;
+        }
+        writeln!(f, "| transitions | {} | {} |", self.transitions[0], self.transitions[1])?;
+        writeln!(f, "| `offboarding_retry` | {} | {} |", self.retries[0], self.retries[1])?;
+        writeln!(f, "| `offboarded` | {} | {} |", self.offboarded[0], self.offboarded[1])?;
+        writeln!(
+            f,
+            "| failovers with a job pending (both modes) | {} | |",
+            self.failovers_mid_job
+        )?;
+        writeln!(
+            f,
+            "| failovers with a job in the executor's retry table | | {} |",
+            self.failovers_with_executor_jobs
+        )?;
+        writeln!(
+            f,
+            "| jobs handed back by the executor's shutdown | | {} |",
+            self.handed_back
+        )
+    }
+}
