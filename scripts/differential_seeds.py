@@ -19,8 +19,9 @@ V1 = [("advance", 1), ("advance_long", 1), ("mount", 3), ("remount", 3), ("unmou
       ("mount_local_disk", 2), ("put", 3), ("put_end", 1), ("put_revoke", 1), ("get", 1), ("remove", 1),
       ("fail_step", 2), ("failover", 0)]
 V2 = V1 + [("hand_back", 0)]
-VARIANTS = {1: V1, 2: V2}
-CURRENT = 2
+V3 = V2 + [("mount_with_token", 3), ("ping_with_token", 2)]
+VARIANTS = {1: V1, 2: V2, 3: V3}
+CURRENT = 3
 CONFIG_BYTES = 8
 
 
@@ -60,7 +61,7 @@ def convert(path, old):
         return
     config, setup, ops = parse(data, old)
     # Variants keep their index (new ones are appended), so only the tags change.
-    out = config + bytes([setup or 0]) + encode_ops(ops, CURRENT)
+    out = config + bytes([setup or 0]) + encode_ops(ops, CURRENT)  # (format 1 had no setup byte)
     open(path, "wb").write(out)
 
 

@@ -37,9 +37,12 @@ impl Checker {
         }
         let (want, want_ev): (Answer, Option<Ev>) = match cmd {
             Cmd::Advance(_) => unreachable!(),
-            Cmd::Mount { c, s, size } => {
-                let barrier = md.clients[*c].rec.as_ref().is_some_and(|r| r.state == State::Offline);
-                let (r, e) = md.mount(*c, &[(*s, *size)], false, now);
+            Cmd::Mount { c, s, size, token } => {
+                let barrier = md.clients[*c]
+                    .rec
+                    .as_ref()
+                    .is_some_and(|r| r.state == State::Offline && token.is_none_or(|t| t == r.incarnation));
+                let (r, e) = md.mount(*c, &[(*s, *size)], false, *token, now);
                 if barrier {
                     assert_eq!(
                         answer,
@@ -51,13 +54,13 @@ impl Checker {
                 (Answer::Done(r), e)
             }
             Cmd::Remount { c, specs } => {
-                let (r, e) = md.mount(*c, specs, true, now);
+                let (r, e) = md.mount(*c, specs, true, None, now);
                 (Answer::Done(r), e)
             }
             Cmd::Unmount { c, s } => (Answer::Done(md.unmount(*c, *s)), None),
-            Cmd::Ping { c } => {
+            Cmd::Ping { c, token } => {
                 let offline = md.clients[*c].rec.as_ref().is_none_or(|r| r.state == State::Offline);
-                let (ok, e) = md.ping(*c, now);
+                let (ok, e) = md.ping(*c, *token, now);
                 if offline {
                     assert_eq!(
                         answer,

@@ -7,12 +7,14 @@ use crate::master::MasterEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 14] = [
+const OPS: [&str; 16] = [
     "advance",
     "mount",
+    "mount_with_token",
     "remount",
     "unmount",
     "ping",
+    "ping_with_token",
     "mount_local_disk",
     "put",
     "put_end",
@@ -51,19 +53,21 @@ impl Counts {
         self.mode = usize::from(async_mode);
         let i = match cmd {
             Cmd::Advance(_) => 0,
-            Cmd::Mount { .. } => 1,
-            Cmd::Remount { .. } => 2,
-            Cmd::Unmount { .. } => 3,
-            Cmd::Ping { .. } => 4,
-            Cmd::MountLocalDisk { .. } => 5,
-            Cmd::Put { .. } => 6,
-            Cmd::PutEnd { .. } => 7,
-            Cmd::PutRevoke { .. } => 8,
-            Cmd::Get { .. } => 9,
-            Cmd::Remove { .. } => 10,
-            Cmd::FailStep { .. } => 11,
-            Cmd::Failover => 12,
-            Cmd::HandBack => 13,
+            Cmd::Mount { token: None, .. } => 1,
+            Cmd::Mount { .. } => 2,
+            Cmd::Remount { .. } => 3,
+            Cmd::Unmount { .. } => 4,
+            Cmd::Ping { token: None, .. } => 5,
+            Cmd::Ping { .. } => 6,
+            Cmd::MountLocalDisk { .. } => 7,
+            Cmd::Put { .. } => 8,
+            Cmd::PutEnd { .. } => 9,
+            Cmd::PutRevoke { .. } => 10,
+            Cmd::Get { .. } => 11,
+            Cmd::Remove { .. } => 12,
+            Cmd::FailStep { .. } => 13,
+            Cmd::Failover => 14,
+            Cmd::HandBack => 15,
         };
         self.ops[self.mode][i] += 1;
     }

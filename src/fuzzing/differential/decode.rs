@@ -33,16 +33,20 @@ enum RawOp {
     FailStep { step: u8, times: u8 },
     Failover,
     HandBack,
+    MountWithToken { client: u8, segment: u8, token: u8 },
+    PingWithToken { client: u8, token: u8 },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
 #[derive(Clone, Debug)]
 pub(super) enum Cmd {
     Advance(u64),
+    /// With an incarnation token (`Some`: `mount_with_token`).
     Mount {
         c: usize,
         s: usize,
         size: u64,
+        token: Option<u64>,
     },
     Remount {
         c: usize,
@@ -52,8 +56,10 @@ pub(super) enum Cmd {
         c: usize,
         s: usize,
     },
+    /// With an incarnation token (`Some`: `ping_with_token`).
     Ping {
         c: usize,
+        token: Option<u64>,
     },
     MountLocalDisk {
         c: usize,
@@ -86,6 +92,11 @@ pub(super) enum Cmd {
     HandBack,
 }
 
+/// An incarnation token: 1..=3 (an input offboards a client at most a few times).
+fn incarnation(b: u8) -> u64 {
+    u64::from(b % 3) + 1
+}
+
 fn segment_size(s: usize, variant: u8) -> u64 {
     match variant % 8 {
         6 => SEGMENT_SIZE[s] + 64,
@@ -109,6 +120,7 @@ fn cmd_of(op: RawOp) -> Cmd {
             c: c(client),
             s: s(segment),
             size: segment_size(s(segment), variant),
+            token: None,
         },
         RawOp::Remount { client, mask, variant } => {
             let mut specs: Vec<(usize, u64)> = (0..SEGMENTS)
@@ -132,7 +144,20 @@ fn cmd_of(op: RawOp) -> Cmd {
             c: c(client),
             s: s(segment),
         },
-        RawOp::Ping { client } => Cmd::Ping { c: c(client) },
+        RawOp::Ping { client } => Cmd::Ping {
+            c: c(client),
+            token: None,
+        },
+        RawOp::PingWithToken { client, token } => Cmd::Ping {
+            c: c(client),
+            token: Some(incarnation(token)),
+        },
+        RawOp::MountWithToken { client, segment, token } => Cmd::Mount {
+            c: c(client),
+            s: s(segment),
+            size: SEGMENT_SIZE[s(segment)],
+            token: Some(incarnation(token)),
+        },
         RawOp::MountLocalDisk { client, capacity } => Cmd::MountLocalDisk {
             c: c(client),
             capacity: u64::from(capacity % 4) * 512,

@@ -11,7 +11,7 @@ use super::names::state_of;
 use super::MAX_TIME_MS;
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, LivenessState, PingStatus};
+use crate::liveness::{ClientId, Incarnation, LivenessState, PingStatus};
 use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
 use crate::offboarding::Step;
 use crate::snapshot::Snapshot;
@@ -123,7 +123,9 @@ impl Real {
         let m = &mut self.m;
         match cmd {
             Cmd::Advance(_) => Answer::Nothing,
-            Cmd::Mount { c, s, size } => code(m.mount(CLIENT_NAMES[*c], SEGMENT_NAMES[*s], *size)),
+            Cmd::Mount { c, s, size, token } => {
+                code(m.mount_with_token(CLIENT_NAMES[*c], token.map(Incarnation), SEGMENT_NAMES[*s], *size))
+            }
             Cmd::Remount { c, specs } => {
                 let specs: Vec<SegmentSpec> = specs
                     .iter()
@@ -135,7 +137,7 @@ impl Real {
                 code(m.remount(CLIENT_NAMES[*c], &specs))
             }
             Cmd::Unmount { c, s } => code(m.unmount(CLIENT_NAMES[*c], SEGMENT_NAMES[*s])),
-            Cmd::Ping { c } => Answer::Ping(m.ping(CLIENT_NAMES[*c])),
+            Cmd::Ping { c, token } => Answer::Ping(m.ping_with_token(CLIENT_NAMES[*c], token.map(Incarnation))),
             Cmd::MountLocalDisk { c, capacity } => code(m.mount_local_disk(CLIENT_NAMES[*c], *capacity)),
             Cmd::Put { k, size, n } => Answer::Replicas(m.put(KEY_NAMES[*k], *size, *n).map_err(MasterError::code)),
             Cmd::PutEnd { k } => code(m.put_end(KEY_NAMES[*k])),

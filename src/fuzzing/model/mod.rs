@@ -338,13 +338,22 @@ impl Model {
         }
     }
 
+    /// A caller's incarnation token (decisions.md question 4) is stale unless it names the
+    /// client's live incarnation (whatever its state).
+    fn stale(&self, c: usize, token: Option<u64>) -> bool {
+        token.is_some_and(|t| self.clients[c].rec.as_ref().is_none_or(|r| r.incarnation != t))
+    }
+
     /// Mount and ReMount. `specs`: (segment, size). A ReMount also checks the list for one
-    /// segment named twice with different sizes, and makes the incarnation ready.
+    /// segment named twice with different sizes, and makes the incarnation ready. A stale
+    /// `token` is refused before anything else (`INVALID_PARAMS`: the client must mount without
+    /// one to start a new incarnation), even by an Offline incarnation's barrier.
     pub(crate) fn mount(
         &mut self,
         c: usize,
         specs: &[(usize, u64)],
         remount: bool,
+        token: Option<u64>,
         now: u64,
     ) -> (Result<(), &'static str>, Option<Ev>) {
         if remount {
@@ -353,6 +362,9 @@ impl Model {
                     return (Err(INVALID_PARAMS), None);
                 }
             }
+        }
+        if self.stale(c, token) {
+            return (Err(INVALID_PARAMS), None);
         }
         if self.clients[c].rec.as_ref().is_some_and(|r| r.state == State::Offline) {
             return (Err(CLIENT_OFFBOARDING), None);
@@ -419,8 +431,11 @@ impl Model {
         (Ok(()), ev)
     }
 
-    /// Ping: `true` for `OK`, `false` for `NEED_REMOUNT`.
-    pub(crate) fn ping(&mut self, c: usize, now: u64) -> (bool, Option<Ev>) {
+    /// Ping: `true` for `OK`, `false` for `NEED_REMOUNT` (also for a stale token, with no signal).
+    pub(crate) fn ping(&mut self, c: usize, token: Option<u64>, now: u64) -> (bool, Option<Ev>) {
+        if self.stale(c, token) {
+            return (false, None);
+        }
         match &self.clients[c].rec {
             None => (false, None),
             Some(r) if r.state == State::Offline => (false, None),
