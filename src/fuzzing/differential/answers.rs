@@ -159,6 +159,10 @@ impl Checker {
                 md.failover(now);
                 (Answer::Nothing, None)
             }
+            Cmd::SetQuota(limit) => {
+                md.quota_limit = *limit;
+                (Answer::Nothing, None)
+            }
             Cmd::HandBack => {
                 md.hand_back(now);
                 (Answer::Nothing, None)

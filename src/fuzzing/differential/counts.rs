@@ -7,7 +7,7 @@ use crate::master::MasterEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 16] = [
+const OPS: [&str; 17] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -24,6 +24,7 @@ const OPS: [&str; 16] = [
     "fail_step",
     "failover",
     "hand_back",
+    "set_quota",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -68,6 +69,7 @@ impl Counts {
             Cmd::FailStep { .. } => 13,
             Cmd::Failover => 14,
             Cmd::HandBack => 15,
+            Cmd::SetQuota(_) => 16,
         };
         self.ops[self.mode][i] += 1;
     }

@@ -35,6 +35,7 @@ enum RawOp {
     HandBack,
     MountWithToken { client: u8, segment: u8, token: u8 },
     PingWithToken { client: u8, token: u8 },
+    SetQuota { limit: u8 },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -87,6 +88,8 @@ pub(super) enum Cmd {
         times: u32,
     },
     Failover,
+    /// The default tenant's quota limit (`None`: no limit), bytes.
+    SetQuota(Option<u64>),
     /// Async: the executor shuts down and hands every job it holds back to the master (sync:
     /// nothing to hand back).
     HandBack,
@@ -177,6 +180,10 @@ fn cmd_of(op: RawOp) -> Cmd {
         },
         RawOp::Failover => Cmd::Failover,
         RawOp::HandBack => Cmd::HandBack,
+        RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
+            0 => None,
+            k => Some(32 << k),
+        }),
     }
 }
 

@@ -152,6 +152,10 @@ impl Real {
                 self.failover();
                 Answer::Nothing
             }
+            Cmd::SetQuota(limit) => {
+                m.set_quota_limit(crate::master::DEFAULT_TENANT, *limit);
+                Answer::Nothing
+            }
             Cmd::HandBack => {
                 if let Some(exec) = self.exec.as_mut() {
                     self.counts.handed_back += exec.held().len() as u64;

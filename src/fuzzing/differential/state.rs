@@ -146,6 +146,11 @@ impl Checker {
         assert_eq!(got, want, "objects {when}: (key, size, replicas, complete)");
         // Quota and external metadata (invariant 16's convergence, at every step).
         assert_eq!(
+            m.quotas().get(crate::master::DEFAULT_TENANT).and_then(|q| q.limit),
+            md.quota_limit,
+            "quota limit {when}"
+        );
+        assert_eq!(
             m.quota_used(),
             md.quota_used(),
             "invariant 16: quota used {when} is not the sum of remaining usage plus pending refunds"

@@ -170,6 +170,8 @@ pub(crate) struct Model {
     pub(crate) objects: BTreeMap<usize, Object>,
     /// Injected failures left per step.
     pub(crate) faults: [u32; 5],
+    /// The tenant's quota limit (every Put is the default tenant's); kept by snapshots.
+    pub(crate) quota_limit: Option<u64>,
     lru_clock: u64,
 }
 
@@ -180,6 +182,7 @@ pub(crate) const OBJECT_NOT_FOUND: &str = "OBJECT_NOT_FOUND";
 pub(crate) const OBJECT_ALREADY_EXISTS: &str = "OBJECT_ALREADY_EXISTS";
 pub(crate) const NO_AVAILABLE_HANDLE: &str = "NO_AVAILABLE_HANDLE";
 pub(crate) const REPLICA_IS_NOT_READY: &str = "REPLICA_IS_NOT_READY";
+pub(crate) const TENANT_QUOTA_EXCEEDED: &str = "TENANT_QUOTA_EXCEEDED";
 
 /// `base · 2^(k−1)` capped at `max`, computed the slow way.
 pub(crate) fn backoff(k: u32, base: u64, max: u64) -> u64 {
@@ -201,6 +204,7 @@ impl Model {
             segments: BTreeMap::new(),
             objects: BTreeMap::new(),
             faults: [0; 5],
+            quota_limit: None,
             lru_clock: 0,
         }
     }
@@ -492,6 +496,11 @@ impl Model {
         false
     }
 
+    /// Would the (one) tenant's limit allow `bytes` more?
+    fn quota_fits(&self, bytes: u64) -> bool {
+        self.quota_limit.is_none_or(|l| self.quota_used() + bytes <= l)
+    }
+
     /// PutStart, up to the choice of segments (evicts if it has to).
     pub(crate) fn put_plan(&mut self, key: usize, size: u64, n: usize) -> PutPlan {
         if size == 0 || n == 0 {
@@ -501,13 +510,18 @@ impl Model {
             return PutPlan::Refused(OBJECT_ALREADY_EXISTS);
         }
         let mut eligible = self.allocatable(size);
-        if eligible.is_empty() && self.evict_for(size) {
+        // A Put the quota could not take even once evicts nothing.
+        if eligible.is_empty() && self.quota_fits(size) && self.evict_for(size) {
             eligible = self.allocatable(size);
         }
         if eligible.is_empty() {
             return PutPlan::Refused(NO_AVAILABLE_HANDLE);
         }
         let count = n.min(eligible.len());
+        // The quota must hold every replica handed out.
+        if !self.quota_fits(size * count as u64) {
+            return PutPlan::Refused(TENANT_QUOTA_EXCEEDED);
+        }
         PutPlan::Allocate { eligible, count }
     }
 
