@@ -40,8 +40,8 @@ pub struct Counts {
     pub retries: [u64; 2],
     /// Completed jobs (`offboarded`), per mode.
     pub offboarded: [u64; 2],
-    /// Failovers while some incarnation was Offline with its job pending (both modes).
-    pub failovers_mid_job: u64,
+    /// Failovers while some incarnation was Offline with its job pending, per mode.
+    pub failovers_mid_job: [u64; 2],
     /// Async failovers while the executor held a job waiting for its retry.
     pub failovers_with_executor_jobs: u64,
     /// Jobs handed back by the executor's shutdown (async).
@@ -50,6 +50,10 @@ pub struct Counts {
 }
 
 impl Counts {
+    pub(super) fn failover(&mut self, mid_job: bool) {
+        self.failovers_mid_job[self.mode] += u64::from(mid_job);
+    }
+
     pub(super) fn op(&mut self, cmd: &Cmd, async_mode: bool) {
         self.mode = usize::from(async_mode);
         let i = match cmd {
@@ -100,8 +104,9 @@ impl Counts {
             self.transitions[m] += other.transitions[m];
             self.retries[m] += other.retries[m];
             self.offboarded[m] += other.offboarded[m];
+            self.failovers_mid_job[m] += other.failovers_mid_job[m];
         }
-        self.failovers_mid_job += other.failovers_mid_job;
+
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
         self.handed_back += other.handed_back;
     }
@@ -120,8 +125,8 @@ impl fmt::Display for Counts {
         writeln!(f, "| `offboarded` | {} | {} |", self.offboarded[0], self.offboarded[1])?;
         writeln!(
             f,
-            "| failovers with a job pending (both modes) | {} | |",
-            self.failovers_mid_job
+            "| failovers with a job pending | {} | {} |",
+            self.failovers_mid_job[0], self.failovers_mid_job[1]
         )?;
         writeln!(
             f,

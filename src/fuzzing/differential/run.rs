@@ -104,7 +104,7 @@ impl Real {
             .records()
             .iter()
             .any(|r| r.state() == LivenessState::Offline);
-        self.counts.failovers_mid_job += u64::from(mid_job);
+        self.counts.failover(mid_job);
         if let Some(exec) = self.exec.as_mut() {
             self.counts.failovers_with_executor_jobs += u64::from(!exec.held().is_empty());
             exec.crash();
