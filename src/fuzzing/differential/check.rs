@@ -28,6 +28,9 @@ impl Checker {
                 retry_backoff_ms: config.offboarding_retry_backoff_ms,
                 retry_max_backoff_ms: config.offboarding_retry_max_backoff_ms,
                 async_mode,
+                start_rate: (config.offboarding_rate_per_sec < 100.0)
+                    .then_some((config.offboarding_rate_per_sec as u64, config.offboarding_burst)),
+                tick_ms: config.monitor_tick_ms,
             }),
             offline_commits: BTreeSet::new(),
             offboarded: BTreeSet::new(),
@@ -148,7 +151,45 @@ impl Checker {
                 Ev::Transition { .. } => unreachable!(),
             })
             .collect();
-        let due = self.model.due_jobs(tau, executor_only);
+        let mut due = self.model.due_jobs(tau, executor_only);
+        // The start rate limit (decisions.md, "Mass offboarding"): a first attempt needs a
+        // token; the master's jobs take them in its order (parked before fresh), and within
+        // one tick no token comes back, so exactly min(tokens, first attempts) run and the rest
+        // wait for the next tick. The model checks the count and the priority.
+        let job = |md: &Model, c: usize| {
+            md.clients[c]
+                .rec
+                .as_ref()
+                .and_then(|r| r.job.clone())
+                .expect("a due job")
+        };
+        let first: Vec<usize> = due
+            .iter()
+            .copied()
+            .filter(|c| job(&self.model, *c).attempts == 0)
+            .collect();
+        let tokens = self.model.start_tokens(tau);
+        if tokens < first.len() {
+            let ran: Vec<usize> = first.iter().copied().filter(|c| order.contains(c)).collect();
+            assert_eq!(
+                ran.len(),
+                tokens,
+                "start rate limit at {tau}: {tokens} token(s) for first attempts of {first:?}, the master ran {order:?}"
+            );
+            let fresh_ran = ran.iter().any(|c| job(&self.model, *c).fresh);
+            let parked_waiting = first.iter().any(|c| !order.contains(c) && !job(&self.model, *c).fresh);
+            assert!(
+                !(fresh_ran && parked_waiting),
+                "start rate limit at {tau}: a fresh job took a token before a parked one: ran {order:?} of {first:?}"
+            );
+            for c in first.iter().filter(|c| !order.contains(c)) {
+                self.model.defer(*c, tau);
+            }
+            due.retain(|c| !first.contains(c) || ran.contains(c));
+        }
+        for _ in 0..first.len().min(tokens) {
+            self.model.take_start_token();
+        }
         let mut sorted = order.clone();
         sorted.sort();
         assert_eq!(

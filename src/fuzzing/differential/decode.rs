@@ -205,6 +205,12 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
     let max_backoff = backoff * u.int_in_range(1u64..=8).ok()?;
     let setup = u8::arbitrary(&mut u).ok()?;
     let async_mode = setup & 1 != 0;
+    // Bit 1: a start rate limit that binds (1–4 jobs/s, burst 1–2); else one that never does.
+    let (rate, burst) = if setup & 2 != 0 {
+        (f64::from(1 + ((setup >> 2) & 3)), u64::from(1 + ((setup >> 4) & 1)))
+    } else {
+        (1_000.0, 1_000)
+    };
     let config = LivenessConfig {
         active_ttl_ms: active,
         suspicion_ttl_ms: suspicion,
@@ -214,8 +220,8 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
         mass_suspicion_brake: false,
         offboarding_retry_backoff_ms: backoff,
         offboarding_retry_max_backoff_ms: max_backoff,
-        offboarding_rate_per_sec: 1_000.0,
-        offboarding_burst: 1_000,
+        offboarding_rate_per_sec: rate,
+        offboarding_burst: burst,
         offboarding_mode: if async_mode {
             OffboardingMode::Async
         } else {

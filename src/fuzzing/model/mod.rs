@@ -49,6 +49,11 @@ pub(crate) struct Config {
     /// Asynchronous offboarding: the master hands jobs to an executor (the harness plays it)
     /// instead of running them in its tick.
     pub(crate) async_mode: bool,
+    /// The offboarding start rate limit (sync mode, where the master runs the jobs): jobs per
+    /// second and burst; `None` when it cannot bind.
+    pub(crate) start_rate: Option<(u64, u64)>,
+    /// The monitor tick: a fresh job without a start token waits for the next one.
+    pub(crate) tick_ms: u64,
 }
 
 /// Liveness state of one incarnation.
@@ -172,6 +177,9 @@ pub(crate) struct Model {
     pub(crate) faults: [u32; 5],
     /// The tenant's quota limit (every Put is the default tenant's); kept by snapshots.
     pub(crate) quota_limit: Option<u64>,
+    /// The start-token bucket (milli-tokens, last refill), made full at the first take; not
+    /// part of a snapshot.
+    pub(crate) bucket: Option<(u64, u64)>,
     lru_clock: u64,
 }
 
@@ -205,6 +213,7 @@ impl Model {
             objects: BTreeMap::new(),
             faults: [0; 5],
             quota_limit: None,
+            bucket: None,
             lru_clock: 0,
         }
     }

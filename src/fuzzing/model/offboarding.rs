@@ -5,6 +5,36 @@
 use super::{backoff, Ev, Job, Model, State, CLIENTS};
 
 impl Model {
+    /// Start tokens the bucket holds at `now` (sync with a rate limit; `usize::MAX` without).
+    pub(crate) fn start_tokens(&mut self, now: u64) -> usize {
+        let Some((rate, burst)) = self.cfg.start_rate.filter(|_| !self.cfg.async_mode) else {
+            return usize::MAX;
+        };
+        let (milli, last) = self.bucket.get_or_insert((burst * 1_000, now));
+        *milli = (*milli + now.saturating_sub(*last) * rate).min(burst * 1_000);
+        *last = (*last).max(now);
+        (*milli / 1_000) as usize
+    }
+
+    /// Takes one start token (after [`Model::start_tokens`] said there is one).
+    pub(crate) fn take_start_token(&mut self) {
+        if let Some((milli, _)) = self.bucket.as_mut() {
+            *milli -= 1_000;
+        }
+    }
+
+    /// A first attempt of client `c`'s job found no start token at `now`: it is parked in the
+    /// master until the next tick.
+    pub(crate) fn defer(&mut self, c: usize, now: u64) {
+        let tick = self.cfg.tick_ms;
+        let job = self.clients[c]
+            .rec
+            .as_mut()
+            .and_then(|r| r.job.as_mut())
+            .expect("a due job");
+        job.due = now + tick;
+        job.fresh = false;
+    }
     /// The liveness transitions of the tick at `now`, by client (the timing rule).
     pub(crate) fn tick_transitions(&mut self, now: u64) -> Vec<Ev> {
         let cfg = self.cfg;
@@ -130,6 +160,7 @@ impl Model {
     /// unmounted names) is the master's and survives, and re-running done steps is harmless.
     pub(crate) fn failover(&mut self, now: u64) {
         self.faults = [0; 5];
+        self.bucket = None;
         for client in &mut self.clients {
             let Some(rec) = client.rec.as_mut() else { continue };
             rec.ready = false;
