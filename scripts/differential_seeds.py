@@ -21,8 +21,9 @@ V1 = [("advance", 1), ("advance_long", 1), ("mount", 3), ("remount", 3), ("unmou
 V2 = V1 + [("hand_back", 0)]
 V3 = V2 + [("mount_with_token", 3), ("ping_with_token", 2)]
 V4 = V3 + [("set_quota", 1)]
-VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4}
-CURRENT = 4
+V5 = V4 + [("reload_ttls", 2)]
+VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5}
+CURRENT = 5
 CONFIG_BYTES = 8
 
 

@@ -159,6 +159,11 @@ impl Checker {
                 md.failover(now);
                 (Answer::Nothing, None)
             }
+            Cmd::ReloadTtls(active, suspicion) => {
+                md.cfg.active_ttl_ms = *active;
+                md.cfg.suspicion_ttl_ms = *suspicion;
+                (Answer::Nothing, None)
+            }
             Cmd::SetQuota(limit) => {
                 md.quota_limit = *limit;
                 (Answer::Nothing, None)

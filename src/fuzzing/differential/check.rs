@@ -72,18 +72,18 @@ impl Checker {
         );
         match to {
             State::Suspected => assert!(
-                at - rec.last_signal >= self.model.cfg.active_ttl_ms,
+                at - rec.last_signal >= rec.signal_ttl,
                 "invariant 2: Suspected at {at}, {} ms after the last signal at {} (active TTL {})",
                 at - rec.last_signal,
                 rec.last_signal,
-                self.model.cfg.active_ttl_ms
+                rec.signal_ttl
             ),
             State::Offline => assert!(
-                at - rec.suspected_at >= self.model.cfg.suspicion_ttl_ms,
+                at - rec.suspected_at >= rec.suspicion_ttl,
                 "invariant 3: Offline at {at}, {} ms after Suspected was committed at {} (suspicion TTL {})",
                 at - rec.suspected_at,
                 rec.suspected_at,
-                self.model.cfg.suspicion_ttl_ms
+                rec.suspicion_ttl
             ),
             State::Active => {}
         }

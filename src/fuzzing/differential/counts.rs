@@ -7,7 +7,7 @@ use crate::master::MasterEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 17] = [
+const OPS: [&str; 18] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -25,6 +25,7 @@ const OPS: [&str; 17] = [
     "failover",
     "hand_back",
     "set_quota",
+    "reload_ttls",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -74,6 +75,7 @@ impl Counts {
             Cmd::Failover => 14,
             Cmd::HandBack => 15,
             Cmd::SetQuota(_) => 16,
+            Cmd::ReloadTtls(..) => 17,
         };
         self.ops[self.mode][i] += 1;
     }

@@ -36,6 +36,7 @@ enum RawOp {
     MountWithToken { client: u8, segment: u8, token: u8 },
     PingWithToken { client: u8, token: u8 },
     SetQuota { limit: u8 },
+    ReloadTtls { active: u8, suspicion: u8 },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -88,6 +89,8 @@ pub(super) enum Cmd {
         times: u32,
     },
     Failover,
+    /// A configuration reload with new (active, suspicion) TTLs, ms.
+    ReloadTtls(u64, u64),
     /// The default tenant's quota limit (`None`: no limit), bytes.
     SetQuota(Option<u64>),
     /// Async: the executor shuts down and hands every job it holds back to the master (sync:
@@ -180,6 +183,9 @@ fn cmd_of(op: RawOp) -> Cmd {
         },
         RawOp::Failover => Cmd::Failover,
         RawOp::HandBack => Cmd::HandBack,
+        RawOp::ReloadTtls { active, suspicion } => {
+            Cmd::ReloadTtls(200 + u64::from(active) * 11, 200 + u64::from(suspicion) * 11)
+        }
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),

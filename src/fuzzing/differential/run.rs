@@ -152,6 +152,21 @@ impl Real {
                 self.failover();
                 Answer::Nothing
             }
+            Cmd::ReloadTtls(active, suspicion) => {
+                let config = LivenessConfig {
+                    active_ttl_ms: *active,
+                    suspicion_ttl_ms: *suspicion,
+                    stall_bound_ms: active / 2,
+                    ..self.config.clone()
+                };
+                m.liveness()
+                    .config()
+                    .reload(config.clone())
+                    .unwrap_or_else(|e| panic!("reload refused: {e}"));
+                // A restored master starts from the configuration in force.
+                self.config = config;
+                Answer::Nothing
+            }
             Cmd::SetQuota(limit) => {
                 m.set_quota_limit(crate::master::DEFAULT_TENANT, *limit);
                 Answer::Nothing

@@ -120,6 +120,14 @@ pub(crate) struct Rec {
     pub(crate) last_signal: u64,
     /// The tick that committed Suspected (while Suspected).
     pub(crate) suspected_at: u64,
+    /// When the current state's window ends (Active: Suspected is due; Suspected: Offline is
+    /// due), fixed with the TTL in effect when the window started: a TTL reload applies to
+    /// windows started after it (config/handle.rs), and a refresh never shortens a window.
+    pub(crate) deadline: u64,
+    /// The active TTL of the last signal and the suspicion TTL of the Suspected commit (what
+    /// invariants 2 and 3 measure against).
+    pub(crate) signal_ttl: u64,
+    pub(crate) suspicion_ttl: u64,
     pub(crate) ready: bool,
     /// LocalDisk capacity, if registered.
     pub(crate) local_disk: Option<u64>,
@@ -191,18 +199,6 @@ pub(crate) const OBJECT_ALREADY_EXISTS: &str = "OBJECT_ALREADY_EXISTS";
 pub(crate) const NO_AVAILABLE_HANDLE: &str = "NO_AVAILABLE_HANDLE";
 pub(crate) const REPLICA_IS_NOT_READY: &str = "REPLICA_IS_NOT_READY";
 pub(crate) const TENANT_QUOTA_EXCEEDED: &str = "TENANT_QUOTA_EXCEEDED";
-
-/// `base · 2^(k−1)` capped at `max`, computed the slow way.
-pub(crate) fn backoff(k: u32, base: u64, max: u64) -> u64 {
-    let mut d = base;
-    for _ in 1..k {
-        d = d.saturating_mul(2);
-        if d >= max {
-            break;
-        }
-    }
-    d.min(max)
-}
 
 impl Model {
     pub(crate) fn new(cfg: Config) -> Self {
@@ -314,7 +310,13 @@ impl Model {
         let rec = self.clients[c].rec.as_mut().expect("signal on a live record");
         assert_ne!(rec.state, State::Offline, "model: signal on an Offline record");
         rec.last_signal = now;
+        rec.signal_ttl = self.cfg.active_ttl_ms;
+        let window = now + self.cfg.active_ttl_ms;
+        if rec.state == State::Active {
+            rec.deadline = rec.deadline.max(window);
+        }
         if rec.state == State::Suspected {
+            rec.deadline = window;
             rec.state = State::Active;
             return Some(Ev::Transition {
                 at: now,
@@ -337,6 +339,9 @@ impl Model {
             state: State::Active,
             last_signal: now,
             suspected_at: 0,
+            deadline: now + self.cfg.active_ttl_ms,
+            signal_ttl: self.cfg.active_ttl_ms,
+            suspicion_ttl: 0,
             ready: false,
             local_disk: None,
             job: None,

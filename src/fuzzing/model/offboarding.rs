@@ -2,7 +2,19 @@
 //! run when, one attempt of a job (steps in order, injected failures, the backoff schedule),
 //! failover and (async) the executor's hand-back.
 
-use super::{backoff, Ev, Job, Model, State, CLIENTS};
+use super::{Ev, Job, Model, State, CLIENTS};
+
+/// `base · 2^(k−1)` capped at `max`, computed the slow way.
+fn backoff(k: u32, base: u64, max: u64) -> u64 {
+    let mut d = base;
+    for _ in 1..k {
+        d = d.saturating_mul(2);
+        if d >= max {
+            break;
+        }
+    }
+    d.min(max)
+}
 
 impl Model {
     /// Start tokens the bucket holds at `now` (sync with a rate limit; `usize::MAX` without).
@@ -43,11 +55,13 @@ impl Model {
             let Some(rec) = client.rec.as_mut() else { continue };
             let from = rec.state;
             match rec.state {
-                State::Active if now - rec.last_signal >= cfg.active_ttl_ms => {
+                State::Active if now >= rec.deadline => {
                     rec.state = State::Suspected;
                     rec.suspected_at = now;
+                    rec.deadline = now + cfg.suspicion_ttl_ms;
+                    rec.suspicion_ttl = cfg.suspicion_ttl_ms;
                 }
-                State::Suspected if now - rec.suspected_at >= cfg.suspicion_ttl_ms => {
+                State::Suspected if now >= rec.deadline => {
                     rec.state = State::Offline;
                     rec.job = Some(Job {
                         attempts: 0,
@@ -176,6 +190,8 @@ impl Model {
                 None => {
                     rec.state = State::Active;
                     rec.last_signal = now;
+                    rec.deadline = now + self.cfg.active_ttl_ms;
+                    rec.signal_ttl = self.cfg.active_ttl_ms;
                 }
             }
         }
