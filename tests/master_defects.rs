@@ -522,3 +522,34 @@ fn an_outbox_executors_attempts_reach_the_masters_events_and_stats() {
         "{s:?}"
     );
 }
+
+/// Open finding of the `differential` fuzz target (TTL reload): when the active TTL shrinks
+/// while an incarnation is Suspected, the monitor's wake-up for it was armed with the old TTL
+/// (`min(suspicion deadline, commit + old active TTL)`); a recovery after the reload sets the
+/// new, earlier active deadline, and the monitor only looks again at the old wake-up, so the
+/// incarnation goes Suspected late (invariant 4: no later than one tick after its deadline).
+/// Ignored until the monitor re-arms on a shrinking reload; the fuzz harness only lengthens the
+/// active TTL meanwhile.
+#[test]
+#[ignore = "open finding: a shrinking active-TTL reload delays the next suspicion of a recovered client"]
+fn a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(10_000);
+    assert_eq!(m.m.stats().suspected, 1, "Suspected at its 10 s deadline");
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config()
+    };
+    m.m.liveness().config().reload(shorter).unwrap();
+    m.at(11_000).ping("c1");
+    assert_eq!(m.m.stats().suspected, 0, "recovered at 11 s");
+    // New active deadline: 11 s + 2 s. Due no later than one tick (100 ms) after it.
+    m.at(13_100);
+    assert_eq!(
+        m.m.stats().suspected,
+        1,
+        "still Active at 13.1 s, 1.1 s past its deadline (the monitor wakes at 20 s)"
+    );
+}

