@@ -2,8 +2,8 @@
 //! transitions (invariants 1–4, 15) and offboarding attempts (15–17) of each tick.
 
 use super::super::model::{Config, Ev, Model, State, CLIENTS, CLIENT_NAMES};
+use super::names::client_ids;
 use super::names::ev_of;
-use super::run::client_ids;
 use crate::config::LivenessConfig;
 use crate::master::{Master, MasterEvent};
 use std::collections::BTreeSet;

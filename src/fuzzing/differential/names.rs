@@ -1,7 +1,7 @@
 //! The model's small indices and the master's names and events.
 
-use super::super::model::{Ev, State, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
-use crate::liveness::LivenessState;
+use super::super::model::{Ev, State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
+use crate::liveness::{ClientId, LivenessState};
 use crate::master::{Master, MasterEvent};
 
 pub(super) fn client_index(name: &str) -> usize {
@@ -70,4 +70,9 @@ pub(super) fn key_index(name: &str) -> usize {
         .iter()
         .position(|n| *n == name)
         .unwrap_or_else(|| panic!("unknown key {name}"))
+}
+
+/// The master's ids of the harness's clients (`None` until a client is first named).
+pub(super) fn client_ids(m: &Master) -> [Option<ClientId>; CLIENTS] {
+    CLIENT_NAMES.map(|n| m.known_client_id(n))
 }

@@ -7,11 +7,11 @@ use super::check::Checker;
 use super::counts::Counts;
 use super::decode::{Cmd, Input};
 use super::executor::Executor;
-use super::names::state_of;
+use super::names::{client_ids, state_of};
 use super::MAX_TIME_MS;
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, Incarnation, LivenessState, PingStatus};
+use crate::liveness::{Incarnation, LivenessState, PingStatus};
 use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
 use crate::offboarding::Step;
 use crate::snapshot::Snapshot;
@@ -313,8 +313,3 @@ impl std::fmt::Display for When<'_> {
 
 /// One client as the diagnostic query shows it.
 pub(super) type ClientRow = (usize, u64, State, bool, bool, usize, usize, bool);
-
-/// The master's ids of the harness's clients (`None` until a client is first named).
-pub(super) fn client_ids(m: &Master) -> [Option<ClientId>; CLIENTS] {
-    CLIENT_NAMES.map(|n| m.known_client_id(n))
-}
