@@ -40,3 +40,22 @@ proptest! {
         }
     }
 }
+
+/// The committed `differential` seeds reach both offboarding modes and, in async mode, a
+/// completion on the executor, a retry, a failover while the executor held a job and the
+/// shutdown hand-back.
+#[test]
+fn differential_seeds_reach_both_modes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
+    let mut total = fuzzing::Counts::default();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        total.add(&fuzzing::differential_counts(&data));
+    }
+    assert!(total.inputs[0] > 0 && total.inputs[1] > 0, "{total}");
+    assert!(total.offboarded[1] > 0 && total.retries[1] > 0, "{total}");
+    assert!(
+        total.failovers_with_executor_jobs > 0 && total.handed_back > 0,
+        "{total}"
+    );
+}

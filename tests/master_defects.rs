@@ -462,3 +462,94 @@ fn incarnation_tokens_fence_stale_callers() {
     );
     m.m.mount_with_token("c1", token, "s9", 1 << 20).unwrap();
 }
+
+/// Found by the `differential` fuzz target in async mode (seeds `async_*`, e.g. `async_completion`):
+/// with the `Outbox` driver the embedder's executor runs the jobs, and the master had no way
+/// to hear how an attempt ended: no `offboarded` or `offboarding_retry` event, and `stats()`
+/// counted a job completed elsewhere as Offline and pending for ever (the Active count short by
+/// one). Before the fix `report_offboarding` did not exist and the embedder could not report.
+#[test]
+fn an_outbox_executors_attempts_reach_the_masters_events_and_stats() {
+    use mooncake_liveness::offboarding::complete_client_offboarding;
+    let mut m = M::with(MasterOptions {
+        offboarding: OffboardingDriver::Outbox,
+        ..MasterOptions::default()
+    });
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(0).mount("c2", "s2", 1 << 20).unwrap();
+    m.m.fail_step(Step::Segments, 1);
+    for t in (1_000..=31_000).step_by(1_000) {
+        m.at(t).ping("c2");
+    }
+    let live = m.m.liveness_handle();
+    let job = m.m.take_jobs().pop().expect("c1's job in the outbox");
+    let job = match complete_client_offboarding(&mut m.m, live.registry(), job) {
+        Err(job) => job,
+        Ok(_) => panic!("the injected failure did not fail the attempt"),
+    };
+    m.m.report_offboarding(Err(&job));
+    let done = complete_client_offboarding(&mut m.m, live.registry(), job).expect("second attempt completes");
+    m.m.report_offboarding(Ok(&done));
+    let jobs: Vec<_> =
+        m.m.take_events()
+            .into_iter()
+            .filter(|e| !matches!(e, MasterEvent::Transition(_)))
+            .collect();
+    assert!(
+        matches!(
+            jobs.as_slice(),
+            [
+                MasterEvent::OffboardingRetry {
+                    step: Step::Segments,
+                    attempt: 1,
+                    ..
+                },
+                MasterEvent::Offboarded { attempts: 2, .. }
+            ]
+        ),
+        "{jobs:?}"
+    );
+    let s = m.m.stats();
+    assert_eq!(
+        (
+            s.active,
+            s.offline,
+            s.jobs_pending,
+            s.jobs_completed,
+            s.step_failures[1]
+        ),
+        (1, 0, 0, 1, 1),
+        "{s:?}"
+    );
+}
+
+/// Open finding of the `differential` fuzz target (TTL reload): when the active TTL shrinks
+/// while an incarnation is Suspected, the monitor's wake-up for it was armed with the old TTL
+/// (`min(suspicion deadline, commit + old active TTL)`); a recovery after the reload sets the
+/// new, earlier active deadline, and the monitor only looks again at the old wake-up, so the
+/// incarnation goes Suspected late (invariant 4: no later than one tick after its deadline).
+/// Ignored until the monitor re-arms on a shrinking reload; the fuzz harness only lengthens the
+/// active TTL meanwhile.
+#[test]
+#[ignore = "open finding: a shrinking active-TTL reload delays the next suspicion of a recovered client"]
+fn a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(10_000);
+    assert_eq!(m.m.stats().suspected, 1, "Suspected at its 10 s deadline");
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config()
+    };
+    m.m.liveness().config().reload(shorter).unwrap();
+    m.at(11_000).ping("c1");
+    assert_eq!(m.m.stats().suspected, 0, "recovered at 11 s");
+    // New active deadline: 11 s + 2 s. Due no later than one tick (100 ms) after it.
+    m.at(13_100);
+    assert_eq!(
+        m.m.stats().suspected,
+        1,
+        "still Active at 13.1 s, 1.1 s past its deadline (the monitor wakes at 20 s)"
+    );
+}

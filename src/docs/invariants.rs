@@ -37,9 +37,12 @@
 //! | 20 | NoF keeps its own health model | `master_paths::nof_segments_follow_their_probes_not_client_liveness` | — | — |
 //! | 21 | determinism | `sim_simulate::a_seed_determines_the_run`, `cli_config::simulate_small_fleet_writes_its_report_and_is_deterministic`, `master_paths::with_every_owner_active_liveness_changes_no_result`, `sim_replay::replay_is_deterministic` (byte-identical replays) | — | `differential` |
 //!
-//! Across the table: the `differential` fuzz target (`src/fuzzing/differential.rs`) runs the
+//! Across the table: the `differential` fuzz target (`src/fuzzing/differential/`) runs the
 //! real master against a sequential model of the contract and asserts invariants 1, 2, 3, 4,
-//! 6, 7, 9, 13, 14, 15, 16, 17 and 21 after every step; `tests/differential_threads.rs` checks
+//! 6, 7, 9, 13, 14, 15, 16, 17 and 21 after every step, in both offboarding modes (inline, and
+//! async: the master's outbox with a deterministic executor in the harness, where it also
+//! checks 18 — every job parked in the master or held by the executor, at every step, through
+//! failovers and the shutdown hand-back); `tests/differential_threads.rs` checks
 //! 1, 7 and 15 under real threads.
 //!
 //! # Gaps

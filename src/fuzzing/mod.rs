@@ -12,7 +12,7 @@ mod model;
 mod snapshot_restore;
 
 pub use config::config_parse;
-pub use differential::{differential, differential_explain};
+pub use differential::{differential, differential_counts, differential_explain, Counts};
 pub use snapshot_restore::snapshot_restore;
 
 /// One step of the `word_transitions` target.

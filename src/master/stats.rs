@@ -2,6 +2,7 @@
 //! [`Stats`], whichever thread produced it (a tick, a request, an offboarding worker).
 
 use super::{lock, MasterCore, MasterEvent};
+use crate::offboarding::{ClientOffboardingJob, Completed, Step};
 use crate::telemetry::{self, Stats};
 
 /// Counters behind the `stats` leaf mutex.
@@ -41,6 +42,31 @@ impl MasterCore {
             }
         }
         lock(&self.events).push(ev);
+    }
+
+    /// An embedder's executor (the `Outbox` driver: [`MasterCore::take_jobs`]) reports one
+    /// attempt it ran: a completion becomes the `offboarded` event, a failure the
+    /// `offboarding_retry` event (its step and attempt), each at the clock's now and counted in
+    /// [`Stats`], exactly as when the master runs the job itself. Without it the master never
+    /// hears of a job completed elsewhere, and [`MasterCore::stats`] counts it Offline and
+    /// pending for ever.
+    pub fn report_offboarding(&self, attempt: Result<&Completed, &ClientOffboardingJob>) {
+        let at_ms = self.live.clock().base().now_ms();
+        self.record(match attempt {
+            Ok(done) => MasterEvent::Offboarded {
+                client: done.client,
+                incarnation: done.incarnation,
+                attempts: done.attempts,
+                at_ms,
+            },
+            Err(job) => MasterEvent::OffboardingRetry {
+                client: job.client(),
+                incarnation: job.incarnation(),
+                step: job.last_error().map_or(Step::Metadata, |e| e.step),
+                attempt: job.attempts(),
+                at_ms,
+            },
+        });
     }
 
     pub(super) fn note_restored_offline(&self, n: u64) {

@@ -9,15 +9,18 @@
 //! the tick that committed Suspected, readiness, LocalDisk registration, the pending offboarding
 //! job); memory segments (owner incarnation, size, usage derived from the replicas on them);
 //! objects (replicas in allocation order, completion, recency); injected step failures; the
-//! quota total and the external metadata entries.
+//! quota total and the external metadata entries. In async mode (`Config::async_mode`) also
+//! where each job is: parked in the master or held by the executor for a retry.
 //!
-//! What it does not model (see `differential.rs`): which segment an allocation picks (the
+//! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
 //! permutation of the due jobs), stalls and both brakes (disabled in the configuration used),
 //! tasks, drain, offload, promotion, NoF, tenants' quota limits.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod offboarding;
 
 /// Clients in the universe.
 pub(crate) const CLIENTS: usize = 4;
@@ -43,6 +46,14 @@ pub(crate) struct Config {
     pub(crate) suspicion_ttl_ms: u64,
     pub(crate) retry_backoff_ms: u64,
     pub(crate) retry_max_backoff_ms: u64,
+    /// Asynchronous offboarding: the master hands jobs to an executor (the harness plays it)
+    /// instead of running them in its tick.
+    pub(crate) async_mode: bool,
+    /// The offboarding start rate limit (sync mode, where the master runs the jobs): jobs per
+    /// second and burst; `None` when it cannot bind.
+    pub(crate) start_rate: Option<(u64, u64)>,
+    /// The monitor tick: a fresh job without a start token waits for the next one.
+    pub(crate) tick_ms: u64,
 }
 
 /// Liveness state of one incarnation.
@@ -94,6 +105,10 @@ pub(crate) struct Job {
     pub(crate) refund: u64,
     /// Names of segments the `segments` step unmounted, deleted by `external_metadata`.
     pub(crate) unmounted: Vec<usize>,
+    /// Async mode: the executor holds the job (waiting for a retry); otherwise it is parked in
+    /// the master (sync mode always; async mode after a failover or a hand-back, until the
+    /// next tick hands it on).
+    pub(crate) in_executor: bool,
 }
 
 /// The current incarnation of one client id.
@@ -105,6 +120,14 @@ pub(crate) struct Rec {
     pub(crate) last_signal: u64,
     /// The tick that committed Suspected (while Suspected).
     pub(crate) suspected_at: u64,
+    /// When the current state's window ends (Active: Suspected is due; Suspected: Offline is
+    /// due), fixed with the TTL in effect when the window started: a TTL reload applies to
+    /// windows started after it (config/handle.rs), and a refresh never shortens a window.
+    pub(crate) deadline: u64,
+    /// The active TTL of the last signal and the suspicion TTL of the Suspected commit (what
+    /// invariants 2 and 3 measure against).
+    pub(crate) signal_ttl: u64,
+    pub(crate) suspicion_ttl: u64,
     pub(crate) ready: bool,
     /// LocalDisk capacity, if registered.
     pub(crate) local_disk: Option<u64>,
@@ -160,6 +183,11 @@ pub(crate) struct Model {
     pub(crate) objects: BTreeMap<usize, Object>,
     /// Injected failures left per step.
     pub(crate) faults: [u32; 5],
+    /// The tenant's quota limit (every Put is the default tenant's); kept by snapshots.
+    pub(crate) quota_limit: Option<u64>,
+    /// The start-token bucket (milli-tokens, last refill), made full at the first take; not
+    /// part of a snapshot.
+    pub(crate) bucket: Option<(u64, u64)>,
     lru_clock: u64,
 }
 
@@ -170,18 +198,7 @@ pub(crate) const OBJECT_NOT_FOUND: &str = "OBJECT_NOT_FOUND";
 pub(crate) const OBJECT_ALREADY_EXISTS: &str = "OBJECT_ALREADY_EXISTS";
 pub(crate) const NO_AVAILABLE_HANDLE: &str = "NO_AVAILABLE_HANDLE";
 pub(crate) const REPLICA_IS_NOT_READY: &str = "REPLICA_IS_NOT_READY";
-
-/// `base · 2^(k−1)` capped at `max`, computed the slow way.
-pub(crate) fn backoff(k: u32, base: u64, max: u64) -> u64 {
-    let mut d = base;
-    for _ in 1..k {
-        d = d.saturating_mul(2);
-        if d >= max {
-            break;
-        }
-    }
-    d.min(max)
-}
+pub(crate) const TENANT_QUOTA_EXCEEDED: &str = "TENANT_QUOTA_EXCEEDED";
 
 impl Model {
     pub(crate) fn new(cfg: Config) -> Self {
@@ -191,6 +208,8 @@ impl Model {
             segments: BTreeMap::new(),
             objects: BTreeMap::new(),
             faults: [0; 5],
+            quota_limit: None,
+            bucket: None,
             lru_clock: 0,
         }
     }
@@ -291,7 +310,13 @@ impl Model {
         let rec = self.clients[c].rec.as_mut().expect("signal on a live record");
         assert_ne!(rec.state, State::Offline, "model: signal on an Offline record");
         rec.last_signal = now;
+        rec.signal_ttl = self.cfg.active_ttl_ms;
+        let window = now + self.cfg.active_ttl_ms;
+        if rec.state == State::Active {
+            rec.deadline = rec.deadline.max(window);
+        }
         if rec.state == State::Suspected {
+            rec.deadline = window;
             rec.state = State::Active;
             return Some(Ev::Transition {
                 at: now,
@@ -314,6 +339,9 @@ impl Model {
             state: State::Active,
             last_signal: now,
             suspected_at: 0,
+            deadline: now + self.cfg.active_ttl_ms,
+            signal_ttl: self.cfg.active_ttl_ms,
+            suspicion_ttl: 0,
             ready: false,
             local_disk: None,
             job: None,
@@ -328,13 +356,22 @@ impl Model {
         }
     }
 
+    /// A caller's incarnation token (decisions.md question 4) is stale unless it names the
+    /// client's live incarnation (whatever its state).
+    fn stale(&self, c: usize, token: Option<u64>) -> bool {
+        token.is_some_and(|t| self.clients[c].rec.as_ref().is_none_or(|r| r.incarnation != t))
+    }
+
     /// Mount and ReMount. `specs`: (segment, size). A ReMount also checks the list for one
-    /// segment named twice with different sizes, and makes the incarnation ready.
+    /// segment named twice with different sizes, and makes the incarnation ready. A stale
+    /// `token` is refused before anything else (`INVALID_PARAMS`: the client must mount without
+    /// one to start a new incarnation), even by an Offline incarnation's barrier.
     pub(crate) fn mount(
         &mut self,
         c: usize,
         specs: &[(usize, u64)],
         remount: bool,
+        token: Option<u64>,
         now: u64,
     ) -> (Result<(), &'static str>, Option<Ev>) {
         if remount {
@@ -343,6 +380,9 @@ impl Model {
                     return (Err(INVALID_PARAMS), None);
                 }
             }
+        }
+        if self.stale(c, token) {
+            return (Err(INVALID_PARAMS), None);
         }
         if self.clients[c].rec.as_ref().is_some_and(|r| r.state == State::Offline) {
             return (Err(CLIENT_OFFBOARDING), None);
@@ -409,8 +449,11 @@ impl Model {
         (Ok(()), ev)
     }
 
-    /// Ping: `true` for `OK`, `false` for `NEED_REMOUNT`.
-    pub(crate) fn ping(&mut self, c: usize, now: u64) -> (bool, Option<Ev>) {
+    /// Ping: `true` for `OK`, `false` for `NEED_REMOUNT` (also for a stale token, with no signal).
+    pub(crate) fn ping(&mut self, c: usize, token: Option<u64>, now: u64) -> (bool, Option<Ev>) {
+        if self.stale(c, token) {
+            return (false, None);
+        }
         match &self.clients[c].rec {
             None => (false, None),
             Some(r) if r.state == State::Offline => (false, None),
@@ -467,6 +510,11 @@ impl Model {
         false
     }
 
+    /// Would the (one) tenant's limit allow `bytes` more?
+    fn quota_fits(&self, bytes: u64) -> bool {
+        self.quota_limit.is_none_or(|l| self.quota_used() + bytes <= l)
+    }
+
     /// PutStart, up to the choice of segments (evicts if it has to).
     pub(crate) fn put_plan(&mut self, key: usize, size: u64, n: usize) -> PutPlan {
         if size == 0 || n == 0 {
@@ -476,13 +524,18 @@ impl Model {
             return PutPlan::Refused(OBJECT_ALREADY_EXISTS);
         }
         let mut eligible = self.allocatable(size);
-        if eligible.is_empty() && self.evict_for(size) {
+        // A Put the quota could not take even once evicts nothing.
+        if eligible.is_empty() && self.quota_fits(size) && self.evict_for(size) {
             eligible = self.allocatable(size);
         }
         if eligible.is_empty() {
             return PutPlan::Refused(NO_AVAILABLE_HANDLE);
         }
         let count = n.min(eligible.len());
+        // The quota must hold every replica handed out.
+        if !self.quota_fits(size * count as u64) {
+            return PutPlan::Refused(TENANT_QUOTA_EXCEEDED);
+        }
         PutPlan::Allocate { eligible, count }
     }
 
@@ -540,134 +593,5 @@ impl Model {
 
     pub(crate) fn fail_step(&mut self, step: usize, times: u32) {
         self.faults[step] += times;
-    }
-
-    // ---- the monitor and offboarding --------------------------------------------------------
-
-    /// The liveness transitions of the tick at `now`, by client (the timing rule).
-    pub(crate) fn tick_transitions(&mut self, now: u64) -> Vec<Ev> {
-        let cfg = self.cfg;
-        let mut out = Vec::new();
-        for (c, client) in self.clients.iter_mut().enumerate() {
-            let Some(rec) = client.rec.as_mut() else { continue };
-            let from = rec.state;
-            match rec.state {
-                State::Active if now - rec.last_signal >= cfg.active_ttl_ms => {
-                    rec.state = State::Suspected;
-                    rec.suspected_at = now;
-                }
-                State::Suspected if now - rec.suspected_at >= cfg.suspicion_ttl_ms => {
-                    rec.state = State::Offline;
-                    rec.job = Some(Job {
-                        attempts: 0,
-                        done: [false; 5],
-                        due: now,
-                        fresh: true,
-                        refund: 0,
-                        unmounted: Vec::new(),
-                    });
-                }
-                _ => continue,
-            }
-            out.push(Ev::Transition {
-                at: now,
-                client: c,
-                incarnation: rec.incarnation,
-                from,
-                to: rec.state,
-            });
-        }
-        out
-    }
-
-    /// Clients whose job runs at the tick at `now` (due retries and fresh jobs), by client.
-    pub(crate) fn due_jobs(&self, now: u64) -> Vec<usize> {
-        (0..CLIENTS)
-            .filter(|c| {
-                self.clients[*c]
-                    .rec
-                    .as_ref()
-                    .and_then(|r| r.job.as_ref())
-                    .is_some_and(|j| j.due <= now)
-            })
-            .collect()
-    }
-
-    /// One attempt of client `c`'s job at `now`: the steps not done yet, in order; an injected
-    /// failure stops it (retry after the backoff); success erases the record.
-    pub(crate) fn attempt(&mut self, c: usize, now: u64) -> Ev {
-        let cfg = self.cfg;
-        let rec = self.clients[c].rec.as_ref().expect("job of a live record");
-        let (inc, mut job) = (rec.incarnation, rec.job.clone().expect("job of an Offline record"));
-        job.attempts += 1;
-        job.fresh = false;
-        let mine: Vec<usize> = self
-            .segments
-            .iter()
-            .filter(|(_, seg)| seg.owner == c && seg.incarnation == inc)
-            .map(|(s, _)| *s)
-            .collect();
-        for step in 0..5 {
-            if job.done[step] {
-                continue;
-            }
-            if self.faults[step] > 0 {
-                self.faults[step] -= 1;
-                job.due = now + backoff(job.attempts, cfg.retry_backoff_ms, cfg.retry_max_backoff_ms);
-                let attempt = job.attempts;
-                self.clients[c].rec.as_mut().expect("live").job = Some(job);
-                return Ev::Retry {
-                    at: now,
-                    client: c,
-                    incarnation: inc,
-                    step,
-                    attempt,
-                };
-            }
-            match step {
-                0 => {
-                    for s in &mine {
-                        job.refund += self.drop_replicas_on(*s);
-                    }
-                }
-                1 => {
-                    for s in &mine {
-                        self.segments.remove(s);
-                        job.unmounted.push(*s);
-                    }
-                }
-                2 => self.clients[c].rec.as_mut().expect("live").local_disk = None,
-                3 => job.refund = 0,
-                _ => job.unmounted.clear(),
-            }
-            job.done[step] = true;
-        }
-        let client = &mut self.clients[c];
-        client.last_incarnation = inc;
-        client.rec = None;
-        Ev::Offboarded {
-            at: now,
-            client: c,
-            incarnation: inc,
-            attempts: job.attempts,
-        }
-    }
-
-    /// Failover at `now` from a snapshot taken now: every retained incarnation is Active with a
-    /// fresh active TTL and not ready; pending jobs resume (at the next tick) with their
-    /// progress; injected failures are not part of a snapshot.
-    pub(crate) fn failover(&mut self, now: u64) {
-        self.faults = [0; 5];
-        for client in &mut self.clients {
-            let Some(rec) = client.rec.as_mut() else { continue };
-            rec.ready = false;
-            match rec.job.as_mut() {
-                Some(job) => job.due = now,
-                None => {
-                    rec.state = State::Active;
-                    rec.last_signal = now;
-                }
-            }
-        }
     }
 }

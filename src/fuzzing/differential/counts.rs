@@ -1,0 +1,144 @@
+//! What an input exercised: operations run per offboarding mode, and the offboarding events
+//! they led to (FUZZING.md's per-op coverage comes from these, summed over a corpus by
+//! `examples/differential_tool.rs counts`).
+
+use super::decode::Cmd;
+use crate::master::MasterEvent;
+use std::fmt;
+
+/// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
+const OPS: [&str; 18] = [
+    "advance",
+    "mount",
+    "mount_with_token",
+    "remount",
+    "unmount",
+    "ping",
+    "ping_with_token",
+    "mount_local_disk",
+    "put",
+    "put_end",
+    "put_revoke",
+    "get",
+    "remove",
+    "fail_step",
+    "failover",
+    "hand_back",
+    "set_quota",
+    "reload_ttls",
+];
+
+/// Counts of one or more inputs; index 0 is sync mode, 1 async.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Inputs decoded, per mode.
+    pub inputs: [u64; 2],
+    /// Operations run, per mode, by [`OPS`] index.
+    pub ops: [[u64; OPS.len()]; 2],
+    /// Liveness transitions, per mode.
+    pub transitions: [u64; 2],
+    /// Failed offboarding attempts (`offboarding_retry`), per mode.
+    pub retries: [u64; 2],
+    /// Completed jobs (`offboarded`), per mode.
+    pub offboarded: [u64; 2],
+    /// Failovers while some incarnation was Offline with its job pending, per mode.
+    pub failovers_mid_job: [u64; 2],
+    /// Async failovers while the executor held a job waiting for its retry.
+    pub failovers_with_executor_jobs: u64,
+    /// Jobs handed back by the executor's shutdown (async).
+    pub handed_back: u64,
+    mode: usize,
+}
+
+impl Counts {
+    pub(super) fn failover(&mut self, mid_job: bool) {
+        self.failovers_mid_job[self.mode] += u64::from(mid_job);
+    }
+
+    pub(super) fn op(&mut self, cmd: &Cmd, async_mode: bool) {
+        self.mode = usize::from(async_mode);
+        let i = match cmd {
+            Cmd::Advance(_) => 0,
+            Cmd::Mount { token: None, .. } => 1,
+            Cmd::Mount { .. } => 2,
+            Cmd::Remount { .. } => 3,
+            Cmd::Unmount { .. } => 4,
+            Cmd::Ping { token: None, .. } => 5,
+            Cmd::Ping { .. } => 6,
+            Cmd::MountLocalDisk { .. } => 7,
+            Cmd::Put { .. } => 8,
+            Cmd::PutEnd { .. } => 9,
+            Cmd::PutRevoke { .. } => 10,
+            Cmd::Get { .. } => 11,
+            Cmd::Remove { .. } => 12,
+            Cmd::FailStep { .. } => 13,
+            Cmd::Failover => 14,
+            Cmd::HandBack => 15,
+            Cmd::SetQuota(_) => 16,
+            Cmd::ReloadTtls(..) => 17,
+        };
+        self.ops[self.mode][i] += 1;
+    }
+
+    pub(super) fn events(&mut self, events: &[MasterEvent]) {
+        for e in events {
+            match e {
+                MasterEvent::Transition(_) => self.transitions[self.mode] += 1,
+                MasterEvent::OffboardingRetry { .. } => self.retries[self.mode] += 1,
+                MasterEvent::Offboarded { .. } => self.offboarded[self.mode] += 1,
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn input(&mut self, async_mode: bool) {
+        self.mode = usize::from(async_mode);
+        self.inputs[self.mode] += 1;
+    }
+
+    /// Adds `other` (summing a corpus).
+    pub fn add(&mut self, other: &Counts) {
+        for m in 0..2 {
+            self.inputs[m] += other.inputs[m];
+            for (a, b) in self.ops[m].iter_mut().zip(&other.ops[m]) {
+                *a += b;
+            }
+            self.transitions[m] += other.transitions[m];
+            self.retries[m] += other.retries[m];
+            self.offboarded[m] += other.offboarded[m];
+            self.failovers_mid_job[m] += other.failovers_mid_job[m];
+        }
+
+        self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
+        self.handed_back += other.handed_back;
+    }
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "| | sync | async |")?;
+        writeln!(f, "|---|---:|---:|")?;
+        writeln!(f, "| inputs | {} | {} |", self.inputs[0], self.inputs[1])?;
+        for (i, name) in OPS.iter().enumerate() {
+            writeln!(f, "| `{name}` | {} | {} |", self.ops[0][i], self.ops[1][i])?;
+        }
+        writeln!(f, "| transitions | {} | {} |", self.transitions[0], self.transitions[1])?;
+        writeln!(f, "| `offboarding_retry` | {} | {} |", self.retries[0], self.retries[1])?;
+        writeln!(f, "| `offboarded` | {} | {} |", self.offboarded[0], self.offboarded[1])?;
+        writeln!(
+            f,
+            "| failovers with a job pending | {} | {} |",
+            self.failovers_mid_job[0], self.failovers_mid_job[1]
+        )?;
+        writeln!(
+            f,
+            "| failovers with a job in the executor's retry table | | {} |",
+            self.failovers_with_executor_jobs
+        )?;
+        writeln!(
+            f,
+            "| jobs handed back by the executor's shutdown | | {} |",
+            self.handed_back
+        )
+    }
+}

@@ -1,0 +1,78 @@
+//! The model's small indices and the master's names and events.
+
+use super::super::model::{Ev, State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
+use crate::liveness::{ClientId, LivenessState};
+use crate::master::{Master, MasterEvent};
+
+pub(super) fn client_index(name: &str) -> usize {
+    CLIENT_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("unknown client {name}"))
+}
+
+pub(super) fn segment_index(name: &str) -> usize {
+    SEGMENT_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("unknown segment {name}"))
+}
+
+pub(super) fn state_of(s: LivenessState) -> State {
+    match s {
+        LivenessState::Active => State::Active,
+        LivenessState::Suspected => State::Suspected,
+        LivenessState::Offline => State::Offline,
+    }
+}
+
+/// A master event as the model writes it.
+pub(super) fn ev_of(m: &Master, e: &MasterEvent) -> Ev {
+    let c = |id| client_index(&m.client_name(id));
+    match e {
+        MasterEvent::Transition(t) => Ev::Transition {
+            at: t.at_ms,
+            client: c(t.client),
+            incarnation: t.incarnation.0,
+            from: state_of(t.from),
+            to: state_of(t.to),
+        },
+        MasterEvent::OffboardingRetry {
+            client,
+            incarnation,
+            step,
+            attempt,
+            at_ms,
+        } => Ev::Retry {
+            at: *at_ms,
+            client: c(*client),
+            incarnation: incarnation.0,
+            step: *step as usize,
+            attempt: *attempt,
+        },
+        MasterEvent::Offboarded {
+            client,
+            incarnation,
+            attempts,
+            at_ms,
+        } => Ev::Offboarded {
+            at: *at_ms,
+            client: c(*client),
+            incarnation: incarnation.0,
+            attempts: *attempts,
+        },
+        other => panic!("unexpected event with both brakes disabled and no stall: {other:?}"),
+    }
+}
+
+pub(super) fn key_index(name: &str) -> usize {
+    KEY_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("unknown key {name}"))
+}
+
+/// The master's ids of the harness's clients (`None` until a client is first named).
+pub(super) fn client_ids(m: &Master) -> [Option<ClientId>; CLIENTS] {
+    CLIENT_NAMES.map(|n| m.known_client_id(n))
+}

@@ -1,0 +1,315 @@
+//! The real master on its manual clock, and the run loop: time advances like `replay` (every
+//! tick up to the target time, then the clock is set to it), each operation applies, and with a
+//! checker everything is compared with the model after every step.
+
+use super::super::model::{State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
+use super::check::Checker;
+use super::counts::Counts;
+use super::decode::{Cmd, Input};
+use super::executor::Executor;
+use super::names::{client_ids, state_of};
+use super::MAX_TIME_MS;
+use crate::clock::{Clock, ManualClock};
+use crate::config::LivenessConfig;
+use crate::liveness::{Incarnation, LivenessState, PingStatus};
+use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
+use crate::offboarding::Step;
+use crate::snapshot::Snapshot;
+use std::sync::Arc;
+
+/// The real master's answer to one operation.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Answer {
+    Done(Result<(), &'static str>),
+    Ping(PingStatus),
+    Replicas(Result<Vec<ReplicaDesc>, &'static str>),
+    Nothing,
+}
+
+/// One entry of the log compared by the determinism check.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Logged {
+    Answer(Answer),
+    Events(Vec<MasterEvent>),
+    Final(Vec<ClientRow>),
+}
+
+/// The master's options: two registry shards, so the model's four clients share shards and
+/// building a master per input costs microseconds, not the default 1024 shards' allocations.
+fn options(async_mode: bool) -> MasterOptions {
+    MasterOptions {
+        registry_shards: 2,
+        // One metadata shard: the model evicts in global LRU order.
+        metadata_shards: 1,
+        offboarding: if async_mode {
+            OffboardingDriver::Outbox
+        } else {
+            OffboardingDriver::Inline
+        },
+        ..MasterOptions::default()
+    }
+}
+
+/// The reference master on its manual clock.
+struct Real {
+    clock: Arc<ManualClock>,
+    config: LivenessConfig,
+    m: Master,
+    tick_ms: u64,
+    next_tick: u64,
+    /// Async mode's executor (`None`: jobs run inline in the tick).
+    exec: Option<Executor>,
+    counts: Counts,
+}
+
+impl Real {
+    fn new(config: &LivenessConfig, async_mode: bool) -> Self {
+        let clock = Arc::new(ManualClock::new(0));
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config.clone(), options(async_mode));
+        let tick_ms = m.monitor().tick_ms();
+        Self {
+            clock,
+            config: config.clone(),
+            m,
+            tick_ms,
+            next_tick: tick_ms,
+            exec: async_mode.then(Executor::default),
+            counts: Counts::default(),
+        }
+    }
+
+    /// The jobs the executor holds (async), for the state comparison.
+    fn held(&self) -> Vec<super::executor::Held> {
+        self.exec.as_ref().map_or_else(Vec::new, Executor::held)
+    }
+
+    /// One monitor tick at `tau`, then (async) the executor.
+    fn tick(&mut self, tau: u64) {
+        self.clock.set_ms(tau);
+        self.m.tick();
+        if let Some(exec) = self.exec.as_mut() {
+            exec.after_tick(&mut self.m, tau);
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    fn failover(&mut self) {
+        let mid_job = self
+            .m
+            .liveness()
+            .registry()
+            .records()
+            .iter()
+            .any(|r| r.state() == LivenessState::Offline);
+        self.counts.failover(mid_job);
+        if let Some(exec) = self.exec.as_mut() {
+            self.counts.failovers_with_executor_jobs += u64::from(!exec.held().is_empty());
+            exec.crash();
+        }
+        let bytes = self.m.snapshot().encode();
+        let snap =
+            Snapshot::decode(&bytes).unwrap_or_else(|e| panic!("invariant 19: own snapshot does not decode: {e}"));
+        let clock = self.clock.clone() as Arc<dyn Clock>;
+        let async_mode = self.exec.is_some();
+        self.m = Master::restore(clock, self.config.clone(), options(async_mode), &snap)
+            .unwrap_or_else(|e| panic!("invariant 19: own snapshot does not restore: {e}"));
+    }
+
+    fn apply(&mut self, cmd: &Cmd) -> Answer {
+        let code = |r: Result<(), MasterError>| Answer::Done(r.map_err(MasterError::code));
+        let m = &mut self.m;
+        match cmd {
+            Cmd::Advance(_) => Answer::Nothing,
+            Cmd::Mount { c, s, size, token } => {
+                code(m.mount_with_token(CLIENT_NAMES[*c], token.map(Incarnation), SEGMENT_NAMES[*s], *size))
+            }
+            Cmd::Remount { c, specs } => {
+                let specs: Vec<SegmentSpec> = specs
+                    .iter()
+                    .map(|(s, size)| SegmentSpec {
+                        segment: SEGMENT_NAMES[*s].to_string(),
+                        size: *size,
+                    })
+                    .collect();
+                code(m.remount(CLIENT_NAMES[*c], &specs))
+            }
+            Cmd::Unmount { c, s } => code(m.unmount(CLIENT_NAMES[*c], SEGMENT_NAMES[*s])),
+            Cmd::Ping { c, token } => Answer::Ping(m.ping_with_token(CLIENT_NAMES[*c], token.map(Incarnation))),
+            Cmd::MountLocalDisk { c, capacity } => code(m.mount_local_disk(CLIENT_NAMES[*c], *capacity)),
+            Cmd::Put { k, size, n } => Answer::Replicas(m.put(KEY_NAMES[*k], *size, *n).map_err(MasterError::code)),
+            Cmd::PutEnd { k } => code(m.put_end(KEY_NAMES[*k])),
+            Cmd::PutRevoke { k } => code(m.put_revoke(KEY_NAMES[*k])),
+            Cmd::Get { k } => Answer::Replicas(m.get(KEY_NAMES[*k]).map_err(MasterError::code)),
+            Cmd::Remove { k } => code(m.remove(KEY_NAMES[*k])),
+            Cmd::FailStep { step, times } => {
+                m.fail_step(Step::ALL[*step], *times);
+                Answer::Nothing
+            }
+            Cmd::Failover => {
+                self.failover();
+                Answer::Nothing
+            }
+            Cmd::ReloadTtls(active, suspicion) => {
+                // Never a shorter active TTL: that makes the monitor commit Suspected late (an
+                // open finding, `master_defects::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
+                let active = (*active).max(self.config.active_ttl_ms);
+                let config = LivenessConfig {
+                    active_ttl_ms: active,
+                    suspicion_ttl_ms: *suspicion,
+                    stall_bound_ms: active / 2,
+                    ..self.config.clone()
+                };
+                m.liveness()
+                    .config()
+                    .reload(config.clone())
+                    .unwrap_or_else(|e| panic!("reload refused: {e}"));
+                // A restored master starts from the configuration in force.
+                self.config = config;
+                Answer::Nothing
+            }
+            Cmd::SetQuota(limit) => {
+                m.set_quota_limit(crate::master::DEFAULT_TENANT, *limit);
+                Answer::Nothing
+            }
+            Cmd::HandBack => {
+                if let Some(exec) = self.exec.as_mut() {
+                    self.counts.handed_back += exec.held().len() as u64;
+                    exec.hand_back(&self.m);
+                }
+                Answer::Nothing
+            }
+        }
+    }
+}
+
+/// Runs `cmds` on a fresh master; with `check`, also on the model, comparing everything.
+pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
+    let Input {
+        config,
+        async_mode,
+        cmds,
+    } = input;
+    let mut real = Real::new(config, *async_mode);
+    let mut checker = check.then(|| Checker::new(config, *async_mode));
+    let mut log = Vec::new();
+    for cmd in cmds {
+        if let Cmd::Advance(dt) = cmd {
+            let t = real.now() + dt;
+            if t > MAX_TIME_MS {
+                break;
+            }
+            real.counts.op(cmd, *async_mode);
+            while real.next_tick <= t {
+                let tau = real.next_tick;
+                real.tick(tau);
+                real.next_tick += real.tick_ms;
+                let events = real.m.take_events();
+                real.counts.events(&events);
+                if let Some(ch) = checker.as_mut() {
+                    // Every tick, even a silent one: a transition the model expects here and
+                    // the master did not commit is a late commit.
+                    ch.tick(&real.m, tau, &events);
+                    if !events.is_empty() {
+                        ch.compare_state(&real.m, &real.held(), &When::Tick(tau));
+                    }
+                }
+                if !events.is_empty() {
+                    log.push(Logged::Events(events));
+                }
+            }
+            real.clock.set_ms(t);
+            continue;
+        }
+        let now = real.now();
+        real.counts.op(cmd, *async_mode);
+        // Async: the executor's retries that fell due since the last step run first.
+        if let Some(exec) = real.exec.as_mut() {
+            exec.poll(&mut real.m, now);
+            let events = real.m.take_events();
+            real.counts.events(&events);
+            if let Some(ch) = checker.as_mut() {
+                if !events.is_empty() {
+                    ch.executor(&real.m, now, &events);
+                    ch.compare_state(&real.m, &real.held(), &When::Executor(now));
+                }
+            }
+            if !events.is_empty() {
+                log.push(Logged::Events(events));
+            }
+        }
+        let answer = real.apply(cmd);
+        let events = real.m.take_events();
+        real.counts.events(&events);
+        if let Some(ch) = checker.as_mut() {
+            ch.op(&real.m, cmd, now, &answer, &events);
+            ch.compare_state(&real.m, &real.held(), &When::Op(cmd, now));
+            if matches!(cmd, Cmd::Failover) {
+                ch.compare_query(&real.m, &When::Op(cmd, now));
+            }
+        }
+        log.push(Logged::Answer(answer));
+        if !events.is_empty() {
+            log.push(Logged::Events(events));
+        }
+    }
+    if let Some(ch) = checker.as_ref() {
+        ch.compare_query(&real.m, &When::End);
+    }
+    log.push(Logged::Final(registry_rows(&real.m)));
+    (log, real.counts)
+}
+
+/// Every live incarnation as the registry holds it, in the diagnostic query's shape.
+pub(super) fn registry_rows(m: &Master) -> Vec<ClientRow> {
+    let ids = client_ids(m);
+    (0..CLIENTS)
+        .filter_map(|c| {
+            let id = ids[c]?;
+            let rec = m.liveness().registry().get(id)?;
+            let disks = m.local_disks();
+            let disk = disks.get(&id);
+            if let Some(d) = disk {
+                assert!(
+                    crate::sync::Arc::ptr_eq(&d.owner, &rec),
+                    "LocalDisk of {} bound to another incarnation",
+                    CLIENT_NAMES[c]
+                );
+            }
+            Some((
+                c,
+                rec.incarnation().0,
+                state_of(rec.state()),
+                rec.is_ready(),
+                rec.state() == LivenessState::Offline,
+                m.segments().owned_by(id).len(),
+                0,
+                disk.is_some(),
+            ))
+        })
+        .collect()
+}
+
+/// When a comparison runs (formatted only if it fails).
+pub(super) enum When<'a> {
+    Tick(u64),
+    Executor(u64),
+    Op(&'a Cmd, u64),
+    End,
+}
+
+impl std::fmt::Display for When<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            When::Tick(t) => write!(f, "after the tick at {t}"),
+            When::Executor(t) => write!(f, "after the executor's retries at {t}"),
+            When::Op(cmd, t) => write!(f, "after {cmd:?} at {t}"),
+            When::End => write!(f, "at the end"),
+        }
+    }
+}
+
+/// One client as the diagnostic query shows it.
+pub(super) type ClientRow = (usize, u64, State, bool, bool, usize, usize, bool);
