@@ -523,15 +523,13 @@ fn an_outbox_executors_attempts_reach_the_masters_events_and_stats() {
     );
 }
 
-/// Open finding of the `differential` fuzz target (TTL reload): when the active TTL shrinks
-/// while an incarnation is Suspected, the monitor's wake-up for it was armed with the old TTL
+/// Finding of the `differential` fuzz target (TTL reload): when the active TTL shrinks while an
+/// incarnation is Suspected, the monitor's wake-up for it was armed with the old TTL
 /// (`min(suspicion deadline, commit + old active TTL)`); a recovery after the reload sets the
-/// new, earlier active deadline, and the monitor only looks again at the old wake-up, so the
-/// incarnation goes Suspected late (invariant 4: no later than one tick after its deadline).
-/// Ignored until the monitor re-arms on a shrinking reload; the fuzz harness only lengthens the
-/// active TTL meanwhile.
+/// new, earlier active deadline, and the monitor looked again only at the old wake-up, so the
+/// incarnation went Suspected late (invariant 4: no later than one tick after its deadline).
+/// Fixed: the monitor pulls every entry in when a reload shortens the active TTL.
 #[test]
-#[ignore = "open finding: a shrinking active-TTL reload delays the next suspicion of a recovered client"]
 fn a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time() {
     let mut m = M::new();
     m.at(0).mount("c1", "s1", 1 << 20).unwrap();
@@ -550,6 +548,27 @@ fn a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time() {
     assert_eq!(
         m.m.stats().suspected,
         1,
-        "still Active at 13.1 s, 1.1 s past its deadline (the monitor wakes at 20 s)"
+        "Suspected by 13.1 s (before the fix: still Active, the monitor woke at 20 s)"
     );
+}
+
+/// An Active incarnation's window keeps the TTL it started with (a signal only moves its
+/// deadline later): a shortening reload pulls its wheel entry in (it fires early and re-arms),
+/// and it is still suspected exactly at its old deadline, not before and not late.
+#[test]
+fn an_active_window_keeps_its_ttl_across_a_shortening_reload() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(1_000).ping("c1"); // deadline 11 s, under the 10 s TTL
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config()
+    };
+    m.m.liveness().config().reload(shorter).unwrap();
+    m.at(1_500).ping("c1"); // max(11 s, 1.5 s + 2 s): still 11 s
+    m.at(10_900);
+    assert_eq!(m.m.stats().suspected, 0, "its window runs to 11 s");
+    m.at(11_100);
+    assert_eq!(m.m.stats().suspected, 1, "Suspected by 11.1 s (one tick after 11 s)");
 }

@@ -113,6 +113,10 @@ pub struct Monitor {
     wheel: Wheel<Arc<ClientLivenessRecord>>,
     tick_ms: u64,
     last_tick_base_ms: u64,
+    /// Liveness-clock time of the last tick (a signal after it is at least this late).
+    last_tick_l_ms: u64,
+    /// The active TTL the wheel's entries were armed under (see [`Monitor::follow_ttl_reload`]).
+    armed_active_ms: u64,
     due: Vec<Arc<ClientLivenessRecord>>,
     brake: brake::MassSuspicionBrake,
     stats: MonitorStats,
@@ -141,6 +145,8 @@ impl Monitor {
             wheel: Wheel::new(Tick::of_ms(now_l, tick_ms)),
             tick_ms,
             last_tick_base_ms: liveness.clock().base().now_ms(),
+            last_tick_l_ms: now_l,
+            armed_active_ms: liveness.ttls().active_ms,
             due: Vec::new(),
             brake: brake::MassSuspicionBrake::default(),
             stats: MonitorStats::default(),
@@ -175,6 +181,7 @@ impl Monitor {
             self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
         }
         let ttls = liveness.ttls();
+        self.follow_ttl_reload(ttls, now_l);
         let hold = self.update_brake(liveness, now_l, base_now, ttls, &mut report);
         let now = Now {
             l: now_l,
@@ -191,6 +198,21 @@ impl Monitor {
         }
         self.due = due;
         report
+    }
+
+    /// A reload that shortened the active TTL: a signal since the last tick sets an Active
+    /// deadline as early as that tick + the new TTL, earlier than an entry armed under the old
+    /// TTL may wake (an Active entry at the old deadline, a Suspected one at commit + the old
+    /// TTL), so every entry is pulled in to that tick once (O(entries), once per such reload).
+    /// Deadlines already in words keep the TTL they were set with. Found by the differential
+    /// fuzz target (`finding_ttl_shrink_delays_suspicion_after_recovery`).
+    fn follow_ttl_reload(&mut self, ttls: Ttls, now_l: u64) {
+        if ttls.active_ms < self.armed_active_ms {
+            let limit = self.last_tick_l_ms.saturating_add(ttls.active_ms);
+            self.wheel.pull_in(Tick::of_ms(limit, self.tick_ms));
+        }
+        self.armed_active_ms = ttls.active_ms;
+        self.last_tick_l_ms = now_l;
     }
 
     /// Engages or releases the mass-suspicion brake; returns whether it holds Offline commits.

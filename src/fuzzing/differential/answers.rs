@@ -160,7 +160,7 @@ impl Checker {
                 (Answer::Nothing, None)
             }
             Cmd::ReloadTtls(active, suspicion) => {
-                md.cfg.active_ttl_ms = md.cfg.active_ttl_ms.max(*active);
+                md.cfg.active_ttl_ms = *active;
                 md.cfg.suspicion_ttl_ms = *suspicion;
                 (Answer::Nothing, None)
             }

@@ -89,8 +89,7 @@ pub(super) enum Cmd {
         times: u32,
     },
     Failover,
-    /// A configuration reload with new (active, suspicion) TTLs, ms (the active TTL never
-    /// shrinks: see `run.rs`).
+    /// A configuration reload with new (active, suspicion) TTLs, ms (either may shrink).
     ReloadTtls(u64, u64),
     /// The default tenant's quota limit (`None`: no limit), bytes.
     SetQuota(Option<u64>),

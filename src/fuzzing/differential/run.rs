@@ -153,9 +153,9 @@ impl Real {
                 Answer::Nothing
             }
             Cmd::ReloadTtls(active, suspicion) => {
-                // Never a shorter active TTL: that makes the monitor commit Suspected late (an
-                // open finding, `master_defects::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
-                let active = (*active).max(self.config.active_ttl_ms);
+                // A shorter active TTL too: it once made the monitor commit Suspected late
+                // (fixed; `master_defects::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
+                let active = *active;
                 let config = LivenessConfig {
                     active_ttl_ms: active,
                     suspicion_ttl_ms: *suspicion,

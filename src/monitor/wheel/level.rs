@@ -130,6 +130,17 @@ impl<T> Level<T> {
         }
     }
 
+    /// Moves every entry of every slot to the end of `out`, keeping the buffers as spares.
+    pub(crate) fn take_all(&mut self, out: &mut Vec<Entry<T>>) {
+        while self.occupied != 0 {
+            let b = self.occupied.trailing_zeros() as usize;
+            self.occupied &= !(1 << b);
+            let mut slot = std::mem::take(&mut self.slots[b]);
+            out.append(&mut slot);
+            self.recycle(slot);
+        }
+    }
+
     /// The first occupied slot number `>= from`, assuming every entry lies in
     /// `from ..= from + 127` (the wheel's window). `None` if the level is empty.
     pub(crate) fn next_occupied(&self, from: u64) -> Option<u64> {

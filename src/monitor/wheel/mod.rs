@@ -229,6 +229,26 @@ impl<T> Wheel<T> {
         self.pace();
     }
 
+    /// Makes every entry due at `limit` or earlier: an entry with a later `when` is re-filed at
+    /// `limit` (it fires early, which the monitor's lazy re-arming absorbs; nothing fires
+    /// later). Insertion order among ties is kept. O(entries): for a rare event (a reload that
+    /// shortens a TTL), never on a tick's normal path.
+    pub(crate) fn pull_in(&mut self, limit: Tick) {
+        let mut all = std::mem::take(&mut self.moving);
+        for level in &mut self.levels {
+            level.take_all(&mut all);
+        }
+        for mut entry in all.drain(..) {
+            entry.when = entry.when.min(limit);
+            if entry.when <= self.elapsed {
+                self.due.push(entry);
+            } else {
+                self.place(entry);
+            }
+        }
+        self.moving = all;
+    }
+
     /// The earliest tick at which some entry may fire, or `None` if the wheel is empty. A lower
     /// bound: the start of the earliest occupied slot, never later than the earliest `when`
     /// (and at most `elapsed` while the due list is non-empty).

@@ -420,3 +420,31 @@ proptest! {
         prop_assert_eq!(wheel.len(), pending.len());
     }
 }
+
+#[test]
+fn pull_in_makes_later_entries_due_at_the_limit_and_keeps_earlier_ones() {
+    let mut wheel = Wheel::new(Tick(10));
+    // Entries in levels 0, 1, 2 and 3, plus one already due.
+    for when in [12u64, 50, 300, 5_000, 400_000, 5] {
+        wheel.insert(Tick(when), when);
+    }
+    wheel.pull_in(Tick(100));
+    assert_eq!(wheel.len(), 6);
+    assert_eq!(poll(&mut wheel, 11), [5], "the due entry still fires at once");
+    assert_eq!(poll(&mut wheel, 12), [12]);
+    assert_eq!(poll(&mut wheel, 50), [50]);
+    assert!(
+        poll(&mut wheel, 99).is_empty(),
+        "nothing pulled in fires before the limit"
+    );
+    assert_eq!(
+        poll(&mut wheel, 100),
+        [300, 5_000, 400_000],
+        "insertion order at the limit"
+    );
+    assert!(wheel.is_empty());
+    // A limit at or before `elapsed` makes everything due at the next poll.
+    wheel.insert(Tick(500), 500);
+    wheel.pull_in(Tick(100));
+    assert_eq!(poll(&mut wheel, 100), [500]);
+}
