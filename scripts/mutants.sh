@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The mutation campaign (issue 17; results in MUTANTS.md). Not part of scripts/test.sh: on 2 cores
+# it takes hours for the whole core, so it runs by hand, one area at a time.
+#
+#   scripts/mutants.sh                 # every area below, in order
+#   scripts/mutants.sh word monitor    # only these areas
+#   scripts/mutants.sh --list          # the areas, their files and test filters
+#
+# What keeps it feasible on 2 cores:
+# - one file (or folder) per run (`-f`), `--jobs 1`, the baseline skipped (`scripts/test.sh` is
+#   the baseline) with explicit timeouts;
+# - `--in-place`: mutants are built in this checkout's own `target/`, so only the mutated crate
+#   rebuilds (no copy of the tree, no cold build per run). The script therefore refuses to run on
+#   a tree with uncommitted changes under src/, tests/ or Cargo.*, and restores src/ on exit
+#   (cargo-mutants restores each file itself; the trap covers an interrupted run);
+# - `--profile mutants` (Cargo.toml: dev without debug info): each mutant relinks fast;
+# - per area, only the tests that can see that code: the unit tests (`--lib`) and the named
+#   integration tests. A mutant one of the *other* tests would catch shows up here as missed and
+#   is then either killed by a test in the filter or explained in MUTANTS.md.
+#
+# Env: MUTANTS_TIMEOUT (test timeout per mutant, s; 300), MUTANTS_BUILD_TIMEOUT (s; 900),
+#      MUTANTS_OUT (where each area's mutants.out goes; target/mutants/<area>).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
+
+VERSION=27.1.0
+if [ "$(cargo mutants --version 2>/dev/null)" != "cargo-mutants $VERSION" ]; then
+    cargo install --locked cargo-mutants --version "$VERSION"
+fi
+
+# area | files (-f globs, space separated) | cargo test arguments
+AREAS=(
+    "word|src/liveness/word.rs|--lib"
+    "record|src/liveness/record.rs|--lib --test liveness_transitions --test mutant_kills"
+    "registry|src/liveness/registry.rs|--lib --test liveness_transitions --test mutant_kills"
+    "mount|src/liveness/mount.rs|--lib --test liveness_transitions --test mutant_kills"
+    "liveness|src/liveness/mod.rs|--lib --test liveness_transitions --test mutant_kills"
+    "eligibility|src/eligibility.rs|--lib --test master_paths --test mutant_kills"
+    "monitor|src/monitor/**|--lib --test liveness_transitions --test mutant_kills"
+    "offboarding|src/offboarding/**|--lib --test offboarding_queue --test offboarding_retry --test offboarding_executor --test mutant_kills"
+    "config|src/config/**|--lib --test config_aliases"
+    "master|src/master/**|--lib --test master_paths --test master_defects --test mutant_kills"
+)
+
+if [ "${1:-}" = "--list" ]; then
+    printf '%s\n' "${AREAS[@]}" | column -t -s '|'
+    exit 0
+fi
+
+if [ -n "$(git status --porcelain --untracked-files=all -- src tests Cargo.toml Cargo.lock)" ]; then
+    echo "mutants.sh mutates this checkout in place: commit or stash the changes under src/, tests/, Cargo.* first" >&2
+    git status --short -- src tests Cargo.toml Cargo.lock >&2
+    exit 1
+fi
+trap 'git checkout -- src' EXIT
+
+wanted=("$@")
+for entry in "${AREAS[@]}"; do
+    IFS='|' read -r area files tests <<<"$entry"
+    if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " == *" $area "* ]]; then
+        continue
+    fi
+    out="${MUTANTS_OUT:-target/mutants}/$area"
+    mkdir -p "$out"
+    file_args=()
+    for f in $files; do file_args+=(-f "$f"); done
+    printf '\n==> %s: %s (cargo test %s)\n' "$area" "$files" "$tests"
+    # cargo-mutants exits 2 when a mutant is missed, 3 on a timeout: the campaign goes on.
+    # shellcheck disable=SC2086 # $tests is a list of cargo test arguments
+    cargo mutants --in-place --jobs 1 --baseline skip --no-shuffle \
+        --profile mutants \
+        --timeout "${MUTANTS_TIMEOUT:-300}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}" \
+        --cargo-arg=--locked \
+        --output "$out" "${file_args[@]}" -- $tests || true
+    for k in caught missed unviable timeout; do
+        n=$(grep -c . "$out/mutants.out/$k.txt" 2>/dev/null || true)
+        printf '%s %s: %s\n' "$area" "$k" "${n:-0}"
+    done
+done
