@@ -7,7 +7,7 @@
 #   scripts/mutants.sh --list          # the areas, their files and test filters
 #
 # What keeps it feasible on 2 cores:
-# - one file (or folder) per run (`-f`), `--jobs 1`, the baseline skipped (`scripts/test.sh` is
+# - one file (or folder) per run (`-f`), one mutant at a time (`--in-place` implies it), the baseline skipped (`scripts/test.sh` is
 #   the baseline) with explicit timeouts;
 # - `--in-place`: mutants are built in this checkout's own `target/`, so only the mutated crate
 #   rebuilds (no copy of the tree, no cold build per run). The script therefore refuses to run on
@@ -66,13 +66,19 @@ for entry in "${AREAS[@]}"; do
     file_args=()
     for f in $files; do file_args+=(-f "$f"); done
     printf '\n==> %s: %s (cargo test %s)\n' "$area" "$files" "$tests"
-    # cargo-mutants exits 2 when a mutant is missed, 3 on a timeout: the campaign goes on.
+    # cargo-mutants exits 2 when a mutant is missed, 3 on a timeout: the campaign goes on;
+    # anything else (a usage error, a broken tree) stops it.
+    rc=0
     # shellcheck disable=SC2086 # $tests is a list of cargo test arguments
-    cargo mutants --in-place --jobs 1 --baseline skip --no-shuffle \
+    cargo mutants --in-place --baseline skip --no-shuffle \
         --profile mutants \
         --timeout "${MUTANTS_TIMEOUT:-300}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}" \
         --cargo-arg=--locked \
-        --output "$out" "${file_args[@]}" -- $tests || true
+        --output "$out" "${file_args[@]}" -- $tests || rc=$?
+    if [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ]; then
+        echo "cargo mutants failed on $area (exit $rc)" >&2
+        exit "$rc"
+    fi
     for k in caught missed unviable timeout; do
         n=$(grep -c . "$out/mutants.out/$k.txt" 2>/dev/null || true)
         printf '%s %s: %s\n' "$area" "$k" "${n:-0}"
