@@ -357,3 +357,27 @@ fn offboarding_job_starts_follow_the_rate_limit() {
     offboarded.sort_unstable();
     assert_eq!(offboarded, vec![30_000, 31_000, 32_000]);
 }
+
+/// Invariant 4 with the brake engaged: an entry whose Offline commit the brake held is re-armed
+/// one *active* TTL out, so a client that recovers by one ping and goes silent again is
+/// re-suspected on time (the entry must not sleep a suspicion TTL).
+#[test]
+fn a_held_entry_rearms_within_one_active_ttl() {
+    let mut h = fleet(config(A, S), 15, 10, 30_000);
+    assert_eq!(brake_events(&h)[0], (10_100, true, 10, 15));
+    assert_eq!(offline_count(&h), 0, "held at 30_000");
+    h.run_to(30_500);
+    assert!(h.live.ping(ClientId(0), None).recovered.is_some());
+    for t in (31_000..=50_000).step_by(1_000) {
+        h.run_to(t);
+        for id in 10..15u128 {
+            h.ping(id);
+        }
+    }
+    let again: Vec<_> = h
+        .transitions()
+        .into_iter()
+        .filter(|t| t.1 == 0 && t.0 > 10_000)
+        .collect();
+    assert_eq!(again, vec![(40_500, 0, "Active", "Suspected")]);
+}
