@@ -29,18 +29,21 @@ if [ "$(cargo mutants --version 2>/dev/null)" != "cargo-mutants $VERSION" ]; the
     cargo install --locked cargo-mutants --version "$VERSION"
 fi
 
-# area | files (-f globs, space separated) | cargo test arguments
+# area | files (-f globs) | test targets (cargo args: also limit what each mutant rebuilds) |
+# test-binary arguments (a name filter for the unit tests: the slow wheel/loadtest proptests are
+# skipped where they cannot see the mutated code)
+LIB_SKIP="--skip loadtest:: --skip sim:: --skip monitor::wheel"
 AREAS=(
-    "word|src/liveness/word.rs|--lib"
-    "record|src/liveness/record.rs|--lib --test liveness_transitions --test mutant_kills"
-    "registry|src/liveness/registry.rs|--lib --test liveness_transitions --test mutant_kills"
-    "mount|src/liveness/mount.rs|--lib --test liveness_transitions --test mutant_kills"
-    "liveness|src/liveness/mod.rs|--lib --test liveness_transitions --test mutant_kills"
-    "eligibility|src/eligibility.rs|--lib --test master_paths --test mutant_kills"
-    "monitor|src/monitor/**|--lib --test liveness_transitions --test mutant_kills"
-    "offboarding|src/offboarding/**|--lib --test offboarding_queue --test offboarding_retry --test offboarding_executor --test mutant_kills"
-    "config|src/config/**|--lib --test config_aliases"
-    "master|src/master/**|--lib --test master_paths --test master_defects --test mutant_kills"
+    "word|src/liveness/word.rs|--lib|liveness::"
+    "record|src/liveness/record.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
+    "registry|src/liveness/registry.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
+    "mount|src/liveness/mount.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
+    "liveness|src/liveness/mod.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
+    "eligibility|src/eligibility.rs|--lib --test master_paths --test mutant_kills|$LIB_SKIP"
+    "monitor|src/monitor/**|--lib --test liveness_transitions --test mutant_kills|--skip loadtest:: --skip sim::"
+    "offboarding|src/offboarding/**|--lib --test offboarding_queue --test offboarding_retry --test offboarding_executor --test mutant_kills|$LIB_SKIP"
+    "config|src/config/**|--lib --test config_aliases|$LIB_SKIP"
+    "master|src/master/**|--lib --test master_paths --test master_defects --test mutant_kills|$LIB_SKIP"
 )
 
 if [ "${1:-}" = "--list" ]; then
@@ -57,7 +60,7 @@ trap 'git checkout -- src' EXIT
 
 wanted=("$@")
 for entry in "${AREAS[@]}"; do
-    IFS='|' read -r area files tests <<<"$entry"
+    IFS='|' read -r area files targets filter <<<"$entry"
     if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " == *" $area "* ]]; then
         continue
     fi
@@ -65,16 +68,18 @@ for entry in "${AREAS[@]}"; do
     mkdir -p "$out"
     file_args=()
     for f in $files; do file_args+=(-f "$f"); done
-    printf '\n==> %s: %s (cargo test %s)\n' "$area" "$files" "$tests"
+    target_args=()
+    for t in $targets; do target_args+=("--cargo-arg=$t"); done
+    printf '\n==> %s: %s (cargo test %s -- %s)\n' "$area" "$files" "$targets" "$filter"
     # cargo-mutants exits 2 when a mutant is missed, 3 on a timeout: the campaign goes on;
     # anything else (a usage error, a broken tree) stops it.
     rc=0
-    # shellcheck disable=SC2086 # $tests is a list of cargo test arguments
-    cargo mutants --in-place --baseline skip --no-shuffle \
+    # shellcheck disable=SC2086 # $filter is a list of test-binary arguments
+    PROPTEST_MAX_SHRINK_ITERS=0 PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 cargo mutants --in-place --baseline skip --no-shuffle \
         --profile mutants \
         --timeout "${MUTANTS_TIMEOUT:-300}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}" \
         --cargo-arg=--locked \
-        --output "$out" "${file_args[@]}" -- $tests || rc=$?
+        --output "$out" "${file_args[@]}" "${target_args[@]}" -- -- $filter || rc=$?
     if [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ]; then
         echo "cargo mutants failed on $area (exit $rc)" >&2
         exit "$rc"
