@@ -40,8 +40,11 @@ AREAS=(
     "mount|src/liveness/mount.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
     "liveness|src/liveness/mod.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
     "eligibility|src/eligibility.rs|--lib --test master_paths --test mutant_kills|$LIB_SKIP"
-    "monitor|src/monitor/**|--lib --test liveness_transitions --test mutant_kills|--skip loadtest:: --skip sim::"
-    "offboarding|src/offboarding/**|--lib --test offboarding_queue --test offboarding_retry --test offboarding_executor --test mutant_kills|$LIB_SKIP"
+    "monitor|src/monitor/mod.rs src/monitor/brake.rs src/monitor/thread.rs|--lib --test liveness_transitions --test mutant_kills --test monitor_thread|$LIB_SKIP"
+    "offboarding|src/offboarding/mod.rs src/offboarding/job.rs src/offboarding/brakes.rs|--lib --test offboarding_retry --test liveness_transitions --test mutant_kills|$LIB_SKIP"
+    "wheel|src/monitor/wheel/**|--lib --test liveness_transitions|--skip loadtest:: --skip sim::"
+    "queue|src/offboarding/queue.rs|--lib --test offboarding_queue|$LIB_SKIP"
+    "executor|src/offboarding/executor.rs|--lib --test offboarding_executor|$LIB_SKIP"
     "config|src/config/**|--lib --test config_aliases|$LIB_SKIP"
     "master|src/master/**|--lib --test master_paths --test master_defects --test mutant_kills|$LIB_SKIP"
 )
