@@ -381,3 +381,12 @@ fn a_held_entry_rearms_within_one_active_ttl() {
         .collect();
     assert_eq!(again, vec![(40_500, 0, "Active", "Suspected")]);
 }
+
+/// Log lines name a client by its id as 32 hex digits (Mooncake's UUID pair) and an incarnation
+/// by its number.
+#[test]
+fn client_ids_and_incarnations_display_as_logged() {
+    assert_eq!(ClientId(0xab).to_string(), format!("{:0>32}", "ab"));
+    assert_eq!(ClientId(u128::MAX).to_string(), "f".repeat(32));
+    assert_eq!(Incarnation(3).to_string(), "3");
+}
