@@ -207,6 +207,10 @@ fn after_a_stall_signals_use_the_credited_clock_and_events_the_base_clock() {
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(h.live.recoveries_total(), 2, "one by ping, one by mount");
+    // The core's debug form shows the liveness clock (base minus the credit).
+    let shown = format!("{:?}", h.live);
+    assert!(shown.starts_with("Liveness { now_ms: 22000, registry: "), "{shown}");
 }
 
 // ---- the reference master -------------------------------------------------------------------
