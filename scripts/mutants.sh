@@ -18,7 +18,8 @@
 #   integration tests. A mutant one of the *other* tests would catch shows up here as missed and
 #   is then either killed by a test in the filter or explained in MUTANTS.md.
 #
-# Env: MUTANTS_TIMEOUT (test timeout per mutant, s; 300), MUTANTS_BUILD_TIMEOUT (s; 900),
+# Env: MUTANTS_ITERATE=1 re-runs only what the last run of an area did not catch (`--iterate`:
+#      after adding tests for its survivors), MUTANTS_TIMEOUT (test timeout per mutant, s; 300), MUTANTS_BUILD_TIMEOUT (s; 900),
 #      MUTANTS_OUT (where each area's mutants.out goes; target/mutants/<area>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,12 +78,14 @@ for entry in "${AREAS[@]}"; do
     # cargo-mutants exits 2 when a mutant is missed, 3 on a timeout: the campaign goes on;
     # anything else (a usage error, a broken tree) stops it.
     rc=0
+    iterate=()
+    if [ "${MUTANTS_ITERATE:-0}" = 1 ]; then iterate=(--iterate); fi
     # shellcheck disable=SC2086 # $filter is a list of test-binary arguments
     PROPTEST_MAX_SHRINK_ITERS=0 PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 cargo mutants --in-place --baseline skip --no-shuffle \
         --profile mutants \
         --timeout "${MUTANTS_TIMEOUT:-300}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}" \
         --cargo-arg=--locked \
-        --output "$out" "${file_args[@]}" "${target_args[@]}" -- -- $filter || rc=$?
+        --output "$out" "${iterate[@]}" "${file_args[@]}" "${target_args[@]}" -- -- $filter || rc=$?
     if [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ]; then
         echo "cargo mutants failed on $area (exit $rc)" >&2
         exit "$rc"
