@@ -280,6 +280,22 @@ mod tests {
         assert_eq!(ids, vec![3, 9]);
     }
 
+    /// The design's premise (module doc): ids spread over the shards, so a writer copying one
+    /// shard meets few of the pings. Ids that differ only in their low half (sequential ids)
+    /// and ids that differ only in their high half both reach nearly every shard.
+    #[test]
+    fn ids_spread_over_the_shards() {
+        let reg = Registry::with_shards(64);
+        let index = |id: u128| {
+            let shard = reg.shard(ClientId(id));
+            reg.shards.iter().position(|s| std::ptr::eq(s, shard)).unwrap()
+        };
+        let low: std::collections::BTreeSet<_> = (0..1024u128).map(index).collect();
+        let high: std::collections::BTreeSet<_> = (1..=1024u128).map(|i| index(i << 64)).collect();
+        assert!(low.len() >= 60, "sequential ids reach {} of 64 shards", low.len());
+        assert!(high.len() >= 60, "high-half ids reach {} of 64 shards", high.len());
+    }
+
     #[test]
     fn shard_count_rounds_up() {
         assert_eq!(Registry::with_shards(0).shards.len(), 1);
