@@ -268,6 +268,18 @@ mod tests {
         assert_eq!(reg.get(ClientId(5)).unwrap().incarnation(), Incarnation(2));
     }
 
+    /// `len` counts live records (a vacant slot is not one); `is_empty` agrees with it.
+    #[test]
+    fn len_counts_live_records_only() {
+        let reg = Registry::with_shards(4);
+        assert!(reg.is_empty() && reg.len() == 0);
+        let r = rec(5, 1);
+        reg.publish(r.clone(), None).unwrap();
+        assert!(!reg.is_empty() && reg.len() == 1);
+        reg.compare_and_erase(&r);
+        assert!(reg.is_empty() && reg.len() == 0, "a vacant slot is not a record");
+    }
+
     #[test]
     fn records_are_sorted_and_skip_vacant() {
         let reg = Registry::with_shards(2);
