@@ -394,3 +394,22 @@ fn client_ids_and_incarnations_display_as_logged() {
     assert_eq!(ClientId(u128::MAX).to_string(), "f".repeat(32));
     assert_eq!(Incarnation(3).to_string(), "3");
 }
+
+/// The monitor holds one wheel entry per Active or Suspected incarnation, and none for an
+/// Offline one (its entry retires at the Offline commit).
+#[test]
+fn the_monitor_arms_one_entry_per_retained_incarnation() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.mount(2);
+    h.run_to(100);
+    assert_eq!(h.monitor.armed(), 2);
+    h.run_to(10_000); // both Suspected
+    assert_eq!(h.monitor.armed(), 2);
+    for t in (11_000..=30_000).step_by(1_000) {
+        h.run_to(t);
+        h.ping(2);
+    }
+    assert_eq!(offline_count(&h), 1);
+    assert_eq!(h.monitor.armed(), 1, "client 1 is Offline");
+}
