@@ -272,12 +272,15 @@ mod tests {
     #[test]
     fn len_counts_live_records_only() {
         let reg = Registry::with_shards(4);
-        assert!(reg.is_empty() && reg.len() == 0);
+        assert!(reg.is_empty());
+        assert_eq!(reg.len(), 0);
         let r = rec(5, 1);
         reg.publish(r.clone(), None).unwrap();
-        assert!(!reg.is_empty() && reg.len() == 1);
+        assert!(!reg.is_empty());
+        assert_eq!(reg.len(), 1);
         reg.compare_and_erase(&r);
-        assert!(reg.is_empty() && reg.len() == 0, "a vacant slot is not a record");
+        assert!(reg.is_empty(), "a vacant slot is not a record");
+        assert_eq!(reg.len(), 0);
     }
 
     #[test]
