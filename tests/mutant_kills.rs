@@ -413,3 +413,22 @@ fn the_monitor_arms_one_entry_per_retained_incarnation() {
     assert_eq!(offline_count(&h), 1);
     assert_eq!(h.monitor.armed(), 1, "client 1 is Offline");
 }
+
+/// The monitor's counters (exported as metrics): ticks run, wheel entries examined (only the due
+/// ones: O(due), not O(clients)), and the transitions and stalls it committed.
+#[test]
+fn monitor_stats_count_ticks_examined_entries_and_commits() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(10_000); // 100 ticks; the entry is due once, at 10_000, and is suspected
+    let s = h.monitor.stats();
+    assert_eq!((s.ticks, s.entries_examined, s.suspected, s.offline), (100, 1, 1, 0));
+    // Re-armed at min(30_000, 10_000 + A) = 20_000 (a recovery could make it due then), then
+    // Offline at 30_000.
+    h.run_to(30_000);
+    let s = h.monitor.stats();
+    assert_eq!((s.ticks, s.entries_examined, s.suspected, s.offline), (300, 3, 1, 1));
+    h.stall_to(40_000);
+    let s = h.monitor.stats();
+    assert_eq!((s.ticks, s.stalls, s.stall_ms), (301, 1, 10_000));
+}
