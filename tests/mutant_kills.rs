@@ -100,6 +100,7 @@ fn offline_count(h: &Harness) -> usize {
 fn mass_suspicion_brake_engages_at_exactly_the_minimum() {
     let h = fleet(config(A, S), 15, 10, 40_000);
     assert_eq!(brake_events(&h), vec![(10_100, true, 10, 15)]);
+    assert_eq!(h.monitor.stats().brake_engagements, 1);
     assert_eq!(offline_count(&h), 0, "Offline committed while the brake held");
 }
 
