@@ -276,6 +276,22 @@ mod tests {
         assert!(std::mem::align_of::<ClientLivenessRecord>() <= 16);
     }
 
+    /// The debug form (logs, assertion messages) names the incarnation and its decoded word.
+    #[test]
+    fn debug_names_the_incarnation_and_its_word() {
+        let shown = format!("{:?}", rec());
+        assert!(
+            shown.starts_with("ClientLivenessRecord { client: ClientId(7), incarnation: Incarnation(1)"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("state: Active")
+                && shown.contains("deadline_ms: 10000")
+                && shown.ends_with("ready: false }"),
+            "{shown}"
+        );
+    }
+
     #[test]
     fn new_record_is_active_not_ready() {
         let r = rec();

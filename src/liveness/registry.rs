@@ -268,6 +268,21 @@ mod tests {
         assert_eq!(reg.get(ClientId(5)).unwrap().incarnation(), Incarnation(2));
     }
 
+    /// `len` counts live records (a vacant slot is not one); `is_empty` agrees with it.
+    #[test]
+    fn len_counts_live_records_only() {
+        let reg = Registry::with_shards(4);
+        assert!(reg.is_empty());
+        assert_eq!(reg.len(), 0);
+        let r = rec(5, 1);
+        reg.publish(r.clone(), None).unwrap();
+        assert!(!reg.is_empty());
+        assert_eq!(reg.len(), 1);
+        reg.compare_and_erase(&r);
+        assert!(reg.is_empty(), "a vacant slot is not a record");
+        assert_eq!(reg.len(), 0);
+    }
+
     #[test]
     fn records_are_sorted_and_skip_vacant() {
         let reg = Registry::with_shards(2);
@@ -278,6 +293,22 @@ mod tests {
         reg.compare_and_erase(&r7);
         let ids: Vec<_> = reg.records().iter().map(|r| r.client().0).collect();
         assert_eq!(ids, vec![3, 9]);
+    }
+
+    /// The design's premise (module doc): ids spread over the shards, so a writer copying one
+    /// shard meets few of the pings. Ids that differ only in their low half (sequential ids)
+    /// and ids that differ only in their high half both reach nearly every shard.
+    #[test]
+    fn ids_spread_over_the_shards() {
+        let reg = Registry::with_shards(64);
+        let index = |id: u128| {
+            let shard = reg.shard(ClientId(id));
+            reg.shards.iter().position(|s| std::ptr::eq(s, shard)).unwrap()
+        };
+        let low: std::collections::BTreeSet<_> = (0..1024u128).map(index).collect();
+        let high: std::collections::BTreeSet<_> = (1..=1024u128).map(|i| index(i << 64)).collect();
+        assert!(low.len() >= 60, "sequential ids reach {} of 64 shards", low.len());
+        assert!(high.len() >= 60, "high-half ids reach {} of 64 shards", high.len());
     }
 
     #[test]

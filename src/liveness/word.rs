@@ -365,6 +365,22 @@ mod tests {
         assert!(!three.is_active() && !three.is_retained());
     }
 
+    /// The state names are part of the event and diagnostic-query output (trace format).
+    #[test]
+    fn state_names_are_the_trace_formats() {
+        for (s, name) in [(Active, "Active"), (Suspected, "Suspected"), (Offline, "Offline")] {
+            assert_eq!(s.as_str(), name);
+            assert_eq!(s.to_string(), name);
+        }
+    }
+
+    /// A word's debug form (assertion messages, logs) shows the decoded fields, not raw bits.
+    #[test]
+    fn debug_shows_the_decoded_fields() {
+        let shown = format!("{:?}", w(Suspected, 7, 99));
+        assert_eq!(shown, "Word { state: Suspected, seq: 7, deadline_ms: 99 }");
+    }
+
     /// Every (state, event) pair, before and at/after the deadline.
     #[test]
     fn decision_table() {
@@ -425,6 +441,7 @@ mod tests {
             let word = Word::pack(s, Seq::new(seq), d);
             prop_assert_eq!(word.state(), s);
             prop_assert_eq!(word.seq(), Seq::new(seq));
+            prop_assert_eq!(word.seq().get(), seq);
             prop_assert_eq!(word.deadline_ms(), d);
             prop_assert_eq!(Word::from_raw(word.raw()), word);
         }
