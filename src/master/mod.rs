@@ -241,8 +241,8 @@ pub struct MasterOptions {
     /// Turn the seam off: owners are treated as Active everywhere (benchmarks and the
     /// "liveness changes nothing when everyone is Active" test only).
     pub seam_disabled: bool,
-    /// Shards of the liveness registry (rounded up to a power of two, at least 1). The default
-    /// suits a fleet of thousands; a master of a handful of clients (the differential fuzz
+    /// Shards of the liveness registry and of the client name table (rounded up to a power of
+    /// two, at least 1). The default suits a fleet of thousands to a million; a master of a handful of clients (the differential fuzz
     /// target builds several per input) can take a few.
     pub registry_shards: usize,
     /// Metadata shards (rounded up to a power of two, at least 1). One shard evicts in exact
@@ -364,6 +364,7 @@ impl MasterCore {
         let live = Arc::new(Liveness::with_registry(clock, config, registry));
         let monitor = Monitor::new(&live);
         let tick_ms = monitor.tick_ms();
+        let names = names::Names::with_shards(options.registry_shards);
         Self {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
             shards: Shards::new(options.metadata_shards),
@@ -371,7 +372,7 @@ impl MasterCore {
             monitor: Mutex::new(monitor),
             tick_ms,
             options,
-            names: names::Names::new(),
+            names,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             gate: RwLock::new(()),
             segments: RwLock::new(Segments::default()),
