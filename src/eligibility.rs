@@ -53,13 +53,34 @@ pub enum Purpose {
 /// owner term is one load of its record's word.
 #[inline]
 pub fn decide(owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
-    let word = owner.word();
-    match word.state() {
+    decide_with(owner, || valid, lifecycle_ok)
+}
+
+/// [`decide`] with the resource's `valid` term computed only when the owner is Active, the only
+/// case it decides: a resource whose validity costs a lock (a segment's free space) skips it for
+/// a Suspected or Offline owner. Still one load of the word, read before `valid`.
+#[inline]
+pub fn decide_with(
+    owner: &ClientLivenessRecord,
+    valid: impl FnOnce() -> bool,
+    lifecycle_ok: bool,
+) -> ServingEligibility {
+    match owner.word().state() {
         crate::liveness::LivenessState::Offline => ServingEligibility::Release,
         crate::liveness::LivenessState::Suspected => ServingEligibility::Withhold(Withheld::OwnerSuspected),
-        crate::liveness::LivenessState::Active if !valid => ServingEligibility::Withhold(Withheld::NotReady),
-        crate::liveness::LivenessState::Active if !lifecycle_ok => ServingEligibility::Withhold(Withheld::Lifecycle),
-        crate::liveness::LivenessState::Active => ServingEligibility::Serve,
+        crate::liveness::LivenessState::Active => resource_terms(valid(), lifecycle_ok),
+    }
+}
+
+/// The resource's own terms, once its owner counts as Active.
+#[inline]
+fn resource_terms(valid: bool, lifecycle_ok: bool) -> ServingEligibility {
+    if !valid {
+        ServingEligibility::Withhold(Withheld::NotReady)
+    } else if !lifecycle_ok {
+        ServingEligibility::Withhold(Withheld::Lifecycle)
+    } else {
+        ServingEligibility::Serve
     }
 }
 
@@ -81,14 +102,21 @@ impl Seam {
     /// [`decide`], or the owner-blind rule when the seam is disabled.
     #[inline]
     pub fn decide(self, owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
+        self.decide_with(owner, || valid, lifecycle_ok)
+    }
+
+    /// [`decide_with`] under this seam (`valid` is computed only when it can matter).
+    #[inline]
+    pub fn decide_with(
+        self,
+        owner: &ClientLivenessRecord,
+        valid: impl FnOnce() -> bool,
+        lifecycle_ok: bool,
+    ) -> ServingEligibility {
         if self.enabled {
-            decide(owner, valid, lifecycle_ok)
-        } else if !valid {
-            ServingEligibility::Withhold(Withheld::NotReady)
-        } else if !lifecycle_ok {
-            ServingEligibility::Withhold(Withheld::Lifecycle)
+            decide_with(owner, valid, lifecycle_ok)
         } else {
-            ServingEligibility::Serve
+            resource_terms(valid(), lifecycle_ok)
         }
     }
 

@@ -18,7 +18,7 @@
 //! | `client_ttl` (`legacy`) | 10 s | (main) `DEFAULT_CLIENT_LIVE_TTL_SEC` |
 //! | `legacy@30s` | 30 s | rfc's total budget (10 + 20 s); users raised `client_ttl` from 10 to 30 s for client-side stalls (issue 15) |
 //! | `legacy@60s` | 60 s | upstream's sample `master.yaml` |
-//! | ping queue | 131,072 entries | (main) `kClientPingQueueSize` |
+//! | ping queue | no bound (131,072 nodes preallocated) | (main) `client_ping_queue_` is a `boost::lockfree::queue` built with `kClientPingQueueSize` nodes but not `fixed_sized`: its `push` allocates a node when the pool is empty, so the `client_ping_queue_full` branch is not reached |
 //! | rfc TTLs | 10 s + 20 s | the library's defaults (the RFC's) |
 //! | `client_pause` rate, size | 0.05 per client-minute; LogNormal(median 0.8 s, σ 1.2), at most 25 s | **assumed**. What is known: a 2 s client SIGSTOP cost nothing and a 6 s one past a 3 s TTL cost the client its data (real); users raised `client_ttl` 10 → 30 s because GC / a loaded Python interpreter starved the heartbeat thread, so pauses past 10 s happen |
 //! | `client-freeze` | 0.2 per client-minute; median 2 s, at most 60 s | **assumed** (a heavier tail of the same kind) |

@@ -359,7 +359,14 @@ impl MasterCore {
                 return picked;
             }
         }
-        let mut all: Vec<Arc<Segment>> = segments.iter().filter(|s| eligible(s)).cloned().collect();
+        // In name order, as `Segments::iter` gives, but found by a walk of the slab (a scan of
+        // every slot costs no tree walk; only the eligible few, if any, are sorted).
+        let mut all: Vec<Arc<Segment>> = (0..slots)
+            .filter_map(|i| segments.slot(i))
+            .filter(|s| eligible(s))
+            .cloned()
+            .collect();
+        all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         all.shuffle(&mut *rng);
         all
     }

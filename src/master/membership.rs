@@ -313,9 +313,17 @@ impl MasterCore {
 
     /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
     pub fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
-        let Some(id) = self.names.lookup(client) else {
-            return PingStatus::NeedRemount;
-        };
+        match self.names.lookup(client) {
+            Some(id) => self.ping_id(id, token),
+            None => PingStatus::NeedRemount,
+        }
+    }
+
+    /// Ping by client id, as Mooncake's Ping does (it carries the client's UUID): the same
+    /// answer as [`MasterCore::ping_with_token`] for the name that [`MasterCore::client_id`]
+    /// resolves to `id` (an id never interned answers `NEED_REMOUNT`), without the name lookup.
+    /// A driver that resolves a client's name once (`simulate`) pings with this. Lock-free.
+    pub fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
         let out = self.live.ping(id, token);
         self.push_transition(out.recovered);
         out.status

@@ -229,6 +229,7 @@ impl MasterCore {
         let live = Arc::new(Liveness::with_registry(clock, config, registry));
         let monitor = Monitor::new(&live);
         let tick_ms = monitor.tick_ms();
+        let names = names::Names::with_shards(options.registry_shards);
         Self {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
             shards: Shards::new(options.metadata_shards),
@@ -236,7 +237,7 @@ impl MasterCore {
             monitor: Mutex::new(monitor),
             tick_ms,
             options,
-            names: names::Names::new(),
+            names,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             gate: RwLock::new(()),
             segments: RwLock::new(Segments::default()),

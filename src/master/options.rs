@@ -21,9 +21,9 @@ pub struct MasterOptions {
     /// Turn the seam off: owners are treated as Active everywhere (benchmarks and the
     /// "liveness changes nothing when everyone is Active" test only).
     pub seam_disabled: bool,
-    /// Shards of the liveness registry (rounded up to a power of two, at least 1). The default
-    /// suits a fleet of thousands; a master of a handful of clients (the differential fuzz
-    /// target builds several per input) can take a few.
+    /// Shards of the liveness registry and of the client name table (rounded up to a power of
+    /// two, at least 1). The default suits a fleet of thousands to a million; a master of a
+    /// handful of clients (the differential fuzz target builds several per input) can take a few.
     pub registry_shards: usize,
     /// Metadata shards (rounded up to a power of two, at least 1). One shard evicts in exact
     /// global LRU order (replay uses one, as its examples pin that order).

@@ -151,9 +151,15 @@ impl Segment {
     }
 
     /// The seam's answer for using this segment for `purpose`, needing `bytes` free to allocate.
+    /// The free-space term takes the allocator's lock, so it is asked only of an Active owner's
+    /// segment (an allocation scan over a fleet that is mostly Suspected skips the locks).
     pub fn eligibility(&self, seam: Seam, purpose: Purpose, bytes: u64) -> ServingEligibility {
-        let valid = purpose == Purpose::Read || self.free() >= bytes;
-        seam.decide(&self.owner, valid, self.lifecycle().permits(purpose))
+        let lifecycle_ok = self.lifecycle().permits(purpose);
+        seam.decide_with(
+            &self.owner,
+            || purpose == Purpose::Read || self.free() >= bytes,
+            lifecycle_ok,
+        )
     }
 
     /// Reserves `size` bytes for `key` if the segment has room: the check and the charge are

@@ -5,8 +5,16 @@
 //! # What it models (mooncake-master-paths §1.8, §2.2–§2.4, §2.6; `master_service.cpp` on main)
 //!
 //! - **The ping queue**: `Ping`, `MountSegment` (before mounting) and the non-idempotent path of
-//!   `ReMountSegment` push the client id on a bounded queue of [`PING_QUEUE_CAPACITY`] entries
-//!   (`kClientPingQueueSize`). A push onto a full queue fails the RPC with `INTERNAL_ERROR`
+//!   `ReMountSegment` push the client id on main's `client_ping_queue_`, a
+//!   `boost::lockfree::queue<PodUUID>` built with [`PING_QUEUE_CAPACITY`] entries
+//!   (`kClientPingQueueSize`, `master_service.h`). That number preallocates the queue's node
+//!   pool; it is **not a bound**: the queue is not `fixed_sized`, and its `push` (what `Ping`,
+//!   `MountSegment` and `ReMountSegment` call) takes a fresh node from the allocator when the pool
+//!   is empty (boost.lockfree `freelist_stack::allocate_impl<Bounded = false>`; only
+//!   `bounded_push` fails on an empty pool). So main's `client_ping_queue_full` branch
+//!   (`INTERNAL_ERROR`) is not reached short of allocation failure, and [`LegacyMonitor::new`]'s
+//!   queue has no bound. [`LegacyMonitor::with`] takes a bound, for a what-if (a fixed-size queue
+//!   or `bounded_push`): a push onto a full queue then fails the RPC with `INTERNAL_ERROR`
 //!   ([`LegacyError::QueueFull`]): that liveness signal is lost, and a mount is not attempted.
 //! - **The monitor tick**, every [`TICK_MS`] (`kClientMonitorSleepMs`): take `now`, drain the
 //!   whole queue setting each drained client's deadline to `now + ttl` (anchored at the tick, not
@@ -81,13 +89,14 @@
 
 use crate::config::{LivenessConfig, MAX_DURATION_MS};
 use crate::master::{Master, MasterError, SegmentSpec};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// Main's monitor period, `kClientMonitorSleepMs`.
 pub const TICK_MS: u64 = 1_000;
 
-/// Main's ping queue capacity, `kClientPingQueueSize`.
+/// The nodes main's ping queue preallocates, `kClientPingQueueSize`: a size hint, not a bound
+/// (the module doc says why).
 pub const PING_QUEUE_CAPACITY: usize = 131_072;
 
 /// Main's default `--client_ttl` (`DEFAULT_CLIENT_LIVE_TTL_SEC`), ms.
@@ -150,6 +159,11 @@ pub struct Expiry {
     pub objects_lost: usize,
 }
 
+/// A client as [`LegacyMonitor`] keys it (main keys its ping queue and TTL map by the client's
+/// UUID): from [`LegacyMonitor::register`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LegacyClientId(u32);
+
 /// What the monitor knows of one client (diagnostics; main exposes none of it).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LegacyClient {
@@ -164,42 +178,72 @@ pub struct LegacyClient {
 }
 
 /// Main's client monitor: the ping queue, the TTL map and the ready set.
+///
+/// Clients are interned to dense slots on first contact (a name is hashed once per RPC, and
+/// nothing allocates after a client's first contact); the queue, the TTL map and the ready set
+/// are indexed by slot. Every order the monitor reports (expiries, [`clients`](Self::clients))
+/// is by name, as before, so the slots' order never shows.
 #[derive(Clone, Debug)]
 pub struct LegacyMonitor {
     ttl_ms: u64,
     tick_ms: u64,
     capacity: usize,
-    queue: VecDeque<String>,
-    /// The monitor thread's `client_ttl` map: client → deadline.
-    deadlines: HashMap<String, u64>,
-    /// `ok_client_`: clients that completed a ReMount and have not expired since.
-    ready: BTreeSet<String>,
+    /// Client name → slot.
+    slots: hashbrown::HashMap<Box<str>, u32, foldhash::fast::FixedState>,
+    /// Slot → client name.
+    names: Vec<Box<str>>,
+    /// `client_ping_queue_`: slots pushed since the last drain, in push order.
+    queue: Vec<u32>,
+    /// The monitor thread's `client_ttl` map: slot → deadline, `None` when not tracked.
+    deadlines: Vec<Option<u64>>,
+    /// `ok_client_`: by slot, clients that completed a ReMount and have not expired since.
+    ready: Vec<bool>,
     next_tick_ms: u64,
     /// Pings refused because the queue was full (main logs nothing else for them).
     rejected: u64,
 }
 
 impl LegacyMonitor {
-    /// A monitor with main's tick and queue capacity and `--client_ttl` of `ttl_ms`; its first
-    /// tick is at [`TICK_MS`].
+    /// A monitor with main's tick and main's ping queue (no bound) and `--client_ttl` of
+    /// `ttl_ms`; its first tick is at [`TICK_MS`].
     pub fn new(ttl_ms: u64) -> Self {
-        Self::with(ttl_ms, TICK_MS, PING_QUEUE_CAPACITY)
+        Self::with(ttl_ms, TICK_MS, usize::MAX)
     }
 
-    /// A monitor with a given tick (ticks at its multiples, the first at `tick_ms`) and queue
-    /// capacity. Both at least 1.
+    /// A monitor with a given tick (ticks at its multiples, the first at `tick_ms`) and a ping
+    /// queue bounded at `capacity` (`usize::MAX`: no bound, main's). Both at least 1.
     pub fn with(ttl_ms: u64, tick_ms: u64, capacity: usize) -> Self {
         let tick_ms = tick_ms.max(1);
         Self {
             ttl_ms,
             tick_ms,
             capacity: capacity.max(1),
-            queue: VecDeque::new(),
-            deadlines: HashMap::new(),
-            ready: BTreeSet::new(),
+            slots: hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default()),
+            names: Vec::new(),
+            queue: Vec::new(),
+            deadlines: Vec::new(),
+            ready: Vec::new(),
             next_tick_ms: tick_ms,
             rejected: 0,
         }
+    }
+
+    /// The slot of `client`, if it was ever seen.
+    fn slot(&self, client: &str) -> Option<usize> {
+        self.slots.get(client).map(|&s| s as usize)
+    }
+
+    /// The slot of `client`, allocating one on first contact.
+    fn intern(&mut self, client: &str) -> u32 {
+        if let Some(&s) = self.slots.get(client) {
+            return s;
+        }
+        let s = u32::try_from(self.names.len()).expect("fewer than 2^32 clients");
+        self.slots.insert(client.into(), s);
+        self.names.push(client.into());
+        self.deadlines.push(None);
+        self.ready.push(false);
+        s
     }
 
     /// The configuration to build the reference [`Master`] with: `base` with TTLs so long that
@@ -241,55 +285,79 @@ impl LegacyMonitor {
 
     /// Is `client` in the TTL map (drained at least once and not expired since)?
     pub fn is_tracked(&self, client: &str) -> bool {
-        self.deadlines.contains_key(client)
+        self.deadline_ms(client).is_some()
     }
 
     /// Has `client` completed a ReMount and not expired since?
     pub fn is_ready(&self, client: &str) -> bool {
-        self.ready.contains(client)
+        self.slot(client).is_some_and(|s| self.ready[s])
     }
 
     /// `client`'s deadline, if tracked.
     pub fn deadline_ms(&self, client: &str) -> Option<u64> {
-        self.deadlines.get(client).copied()
+        self.slot(client).and_then(|s| self.deadlines[s])
     }
 
     /// Every client tracked, ready or queued, in name order.
     pub fn clients(&self) -> Vec<LegacyClient> {
-        let mut names: BTreeSet<&str> = self.deadlines.keys().map(String::as_str).collect();
-        names.extend(self.ready.iter().map(String::as_str));
-        names.extend(self.queue.iter().map(String::as_str));
-        names
-            .into_iter()
-            .map(|c| LegacyClient {
-                client: c.to_string(),
-                tracked: self.deadlines.contains_key(c),
-                ready: self.ready.contains(c),
-                deadline_ms: self.deadlines.get(c).copied(),
+        let queued: BTreeSet<u32> = self.queue.iter().copied().collect();
+        let mut out: Vec<LegacyClient> = (0..self.names.len())
+            .filter(|&s| self.deadlines[s].is_some() || self.ready[s] || queued.contains(&(s as u32)))
+            .map(|s| LegacyClient {
+                client: self.names[s].to_string(),
+                tracked: self.deadlines[s].is_some(),
+                ready: self.ready[s],
+                deadline_ms: self.deadlines[s],
             })
-            .collect()
+            .collect();
+        out.sort_by(|a, b| a.client.cmp(&b.client));
+        out
     }
 
-    fn push(&mut self, client: &str) -> Result<(), LegacyError> {
+    /// Pushes `client`'s slot (interning it); returns the slot.
+    fn push(&mut self, client: &str) -> Result<usize, LegacyError> {
+        self.check_room()?;
+        let s = self.intern(client);
+        self.queue.push(s);
+        Ok(s as usize)
+    }
+
+    /// Refuses a push onto a full (bounded) queue.
+    fn check_room(&mut self) -> Result<(), LegacyError> {
         if self.queue.len() >= self.capacity {
             self.rejected += 1;
             return Err(LegacyError::QueueFull);
         }
-        self.queue.push_back(client.to_string());
         Ok(())
     }
 
+    /// The id main's monitor keys `client` by (main: the client's UUID), for
+    /// [`ping_id`](Self::ping_id). Registering changes nothing the monitor reports: a client
+    /// is tracked, ready or queued only through the RPCs.
+    pub fn register(&mut self, client: &str) -> LegacyClientId {
+        LegacyClientId(self.intern(client))
+    }
+
     /// Ping: answers from the ready set, then pushes the id (even for an unknown client).
-    /// A full queue fails the RPC (`INTERNAL_ERROR`). The master's data is not touched (main's
-    /// Ping only reads `ok_client_`); it is taken for symmetry with the other RPCs.
-    pub fn ping(&mut self, _master: &mut Master, client: &str) -> Result<LegacyPing, LegacyError> {
-        let status = if self.ready.contains(client) {
+    /// A full queue (only with a bound, [`with`](Self::with)) fails the RPC (`INTERNAL_ERROR`).
+    /// The master's data is not touched (main's Ping only reads `ok_client_`); it is taken for
+    /// symmetry with the other RPCs.
+    pub fn ping(&mut self, master: &mut Master, client: &str) -> Result<LegacyPing, LegacyError> {
+        let id = self.register(client);
+        self.ping_id(master, id)
+    }
+
+    /// [`ping`](Self::ping) by the id [`register`](Self::register) gave (main's Ping carries
+    /// the client's UUID): no name is hashed. An id from another monitor is a caller bug (it
+    /// may name another client, or panic).
+    pub fn ping_id(&mut self, _master: &mut Master, id: LegacyClientId) -> Result<LegacyPing, LegacyError> {
+        self.check_room()?;
+        self.queue.push(id.0);
+        Ok(if self.ready[id.0 as usize] {
             LegacyPing::Ok
         } else {
             LegacyPing::NeedRemount
-        };
-        self.push(client)?;
-        Ok(status)
+        })
     }
 
     /// MountSegment: pushes the id first (a full queue fails it before mounting), then mounts.
@@ -302,12 +370,12 @@ impl LegacyMonitor {
     /// ReMountSegment: `OK` at once for a ready client (no push); else pushes the id, mounts
     /// every segment not yet mounted and makes the client ready.
     pub fn remount(&mut self, master: &mut Master, client: &str, specs: &[SegmentSpec]) -> Result<(), LegacyError> {
-        if self.ready.contains(client) {
+        if self.is_ready(client) {
             return Ok(());
         }
-        self.push(client)?;
+        let s = self.push(client)?;
         master.remount(client, specs)?;
-        self.ready.insert(client.to_string());
+        self.ready[s] = true;
         Ok(())
     }
 
@@ -343,21 +411,21 @@ impl LegacyMonitor {
     /// One tick at `now`: drain, then expire in one batch (clients in name order).
     pub fn tick(&mut self, master: &mut Master, now: u64) -> Vec<Expiry> {
         let deadline = now.saturating_add(self.ttl_ms);
-        for client in self.queue.drain(..) {
-            self.deadlines.insert(client, deadline);
+        for s in self.queue.drain(..) {
+            self.deadlines[s as usize] = Some(deadline);
         }
-        let mut expired: Vec<String> = self
-            .deadlines
-            .iter()
-            .filter(|(_, d)| **d <= now)
-            .map(|(c, _)| c.clone())
+        let mut expired: Vec<usize> = (0..self.deadlines.len())
+            .filter(|&s| self.deadlines[s].is_some_and(|d| d <= now))
             .collect();
-        expired.sort();
-        for c in &expired {
-            self.deadlines.remove(c);
-            self.ready.remove(c);
+        expired.sort_by(|&a, &b| self.names[a].cmp(&self.names[b]));
+        for &s in &expired {
+            self.deadlines[s] = None;
+            self.ready[s] = false;
         }
-        expired.into_iter().map(|c| expire(master, now, c)).collect()
+        expired
+            .into_iter()
+            .map(|s| expire(master, now, self.names[s].to_string()))
+            .collect()
     }
 }
 
@@ -501,6 +569,18 @@ mod tests {
         assert_eq!(mon.rejected_pings(), 2);
         mon.run_ticks_to(&mut m, 1_000);
         assert!(mon.is_tracked("a") && !mon.is_tracked("c"));
+    }
+
+    #[test]
+    fn mains_queue_takes_more_than_its_preallocated_nodes() {
+        // `client_ping_queue_.push` allocates past `kClientPingQueueSize`: nothing is refused.
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(3_000));
+        for _ in 0..=PING_QUEUE_CAPACITY {
+            assert_eq!(mon.ping(&mut m, "a"), Ok(LegacyPing::NeedRemount));
+        }
+        assert_eq!((mon.queued(), mon.rejected_pings()), (PING_QUEUE_CAPACITY + 1, 0));
+        mon.run_ticks_to(&mut m, 1_000);
+        assert_eq!((mon.queued(), mon.deadline_ms("a")), (0, Some(4_000)));
     }
 
     #[test]

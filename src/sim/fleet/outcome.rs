@@ -93,7 +93,7 @@ impl Sim<'_> {
         self.m.offboarded += 1;
         self.clients[i].job_pending = false;
         for id in std::mem::take(&mut self.clients[i].keys) {
-            if !self.master.objects().contains_key(&key_name(id)) {
+            if self.master.object(&key_name(id)).is_none() {
                 self.lose(id, t);
             }
         }

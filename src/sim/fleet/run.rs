@@ -20,9 +20,9 @@ use super::queue::EventQueue;
 use super::workload::{GroundTruth, Traffic, Trouble, Workload, STREAM_PINGS, STREAM_TRAFFIC};
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
-use crate::liveness::PingStatus;
+use crate::liveness::{ClientId, PingStatus};
 use crate::master::{AllocationStrategy, Master, MasterError, MasterOptions, ReplicaDesc, SegmentSpec};
-use crate::sim::legacy::{LegacyError, LegacyMonitor, LegacyPing};
+use crate::sim::legacy::{LegacyClientId, LegacyError, LegacyMonitor, LegacyPing};
 use indicatif::ProgressBar;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -67,6 +67,9 @@ pub(super) struct Client {
     pub(super) held: bool,
     /// Keys with a replica on this client's current incarnation.
     pub(super) keys: std::collections::BTreeSet<u64>,
+    /// The master's id for this client's name, once a mount interned it (it never changes
+    /// after that), so a Ping skips the name lookup as main's UUID-keyed Ping does.
+    id: Option<ClientId>,
 }
 
 /// An object the application keeps: its size and replica count (to recompute it on a miss)
@@ -87,6 +90,8 @@ pub(super) struct Sim<'a> {
     tick_ms: u64,
     /// Main's monitor (legacy policies); `None`: the library's monitor decides.
     legacy: Option<LegacyMonitor>,
+    /// Each client's id in `legacy` (empty for the rfc policies).
+    legacy_ids: Vec<LegacyClientId>,
     legacy_ready: usize,
     pub(super) clients: Vec<Client>,
     by_name: BTreeMap<String, u32>,
@@ -145,7 +150,11 @@ impl<'a> Sim<'a> {
 
     fn new(w: &'a Workload, trouble: &'a Trouble, traffic: &'a Traffic, job: &Job, seed: u64) -> Self {
         let clock = Arc::new(ManualClock::new(0));
-        let legacy = job.legacy_ttl_ms.map(LegacyMonitor::new);
+        let mut legacy = job.legacy_ttl_ms.map(LegacyMonitor::new);
+        let legacy_ids = match legacy.as_mut() {
+            Some(mon) => w.names.iter().map(|n| mon.register(n)).collect(),
+            None => Vec::new(),
+        };
         let tick_ms = legacy
             .as_ref()
             .map_or(job.config.monitor_tick_ms, LegacyMonitor::tick_ms)
@@ -178,6 +187,7 @@ impl<'a> Sim<'a> {
             clock,
             tick_ms,
             legacy,
+            legacy_ids,
             legacy_ready: 0,
             clients,
             by_name,
@@ -385,8 +395,8 @@ impl<'a> Sim<'a> {
             return;
         }
         let need_remount = match self.legacy.as_mut() {
-            None => self.master.ping(&self.w.names[i]) == PingStatus::NeedRemount,
-            Some(mon) => match mon.ping(&mut self.master, &self.w.names[i]) {
+            None => self.ping_master(i) == PingStatus::NeedRemount,
+            Some(mon) => match mon.ping_id(&mut self.master, self.legacy_ids[i]) {
                 Ok(s) => s == LegacyPing::NeedRemount,
                 Err(_) => {
                     self.m.pings_rejected += 1;
@@ -403,6 +413,20 @@ impl<'a> Sim<'a> {
             self.remount(i);
         }
         self.drain();
+    }
+
+    /// The library's Ping of client `i`: by its id once its name is interned (the same answer
+    /// as a Ping by name, `NEED_REMOUNT` before any mount succeeded).
+    fn ping_master(&mut self, i: usize) -> PingStatus {
+        let id = match self.clients[i].id {
+            Some(id) => Some(id),
+            None => {
+                let id = self.master.client_id(&self.w.names[i]);
+                self.clients[i].id = id;
+                id
+            }
+        };
+        id.map_or(PingStatus::NeedRemount, |id| self.master.ping_id(id, None))
     }
 
     fn join(&mut self, i: usize, t: u64) {

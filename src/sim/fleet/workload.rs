@@ -97,6 +97,11 @@ pub(super) struct GroundTruth {
     pub(super) pauses: Vec<Vec<Interval>>,
     pub(super) partitions: Vec<Vec<Interval>>,
     pub(super) crash_ms: Vec<Option<u64>>,
+    /// Per client, the half-open hull `[first start, last end)` of all its trouble (a crash
+    /// counts as `[crash, ∞)`): outside it the client is reachable, which answers
+    /// [`unreachable`](Self::unreachable) for most pings from one dense array (built by
+    /// [`seal`](Self::seal)).
+    hull: Vec<(u64, u64)>,
 }
 
 /// Why a client was silent: the stall kinds, and `Other` (lost pings, jitter).
@@ -122,8 +127,26 @@ impl GroundTruth {
         self.crash_ms[client].is_some_and(|c| c <= t)
     }
 
+    /// Computes each client's trouble hull; call once every interval is drawn.
+    fn seal(&mut self) {
+        self.hull = (0..self.crash_ms.len())
+            .map(|c| {
+                let spans = self.pauses[c].iter().chain(&self.partitions[c]);
+                let crash = self.crash_ms[c].map(|at| (at, u64::MAX));
+                spans
+                    .map(|i| (i.start_ms, i.end_ms))
+                    .chain(crash)
+                    .fold((u64::MAX, 0), |(a, b), (s, e)| (a.min(s), b.max(e)))
+            })
+            .collect();
+    }
+
     /// Can nobody reach `client`'s data at `t` (paused, partitioned or crashed)?
     pub(super) fn unreachable(&self, client: usize, t: u64) -> bool {
+        let (first, end) = self.hull[client];
+        if !(first..end).contains(&t) {
+            return false;
+        }
         self.crashed(client, t)
             || self.pauses[client].iter().any(|i| i.contains(t))
             || self.partitions[client].iter().any(|i| i.contains(t))
@@ -284,12 +307,14 @@ impl Workload {
             pauses: vec![Vec::new(); clients],
             partitions: vec![Vec::new(); clients],
             crash_ms: vec![None; clients],
+            hull: Vec::new(),
         };
         let mut summary = WorkloadSummary::default();
         let crashed = draw_crashes(&mut r, &mut truth, &names, duration_ms, t, &mut summary);
         let survivors: Vec<usize> = (0..clients).filter(|i| !crashed.contains(i)).collect();
         draw_pauses(&mut r, &mut truth, &survivors, duration_ms, t, &mut summary);
         let mut incidents = draw_partitions(&mut r, &mut truth, &survivors, duration_ms, t, &mut summary);
+        truth.seal();
         let master_pauses = draw_spans(
             &mut r,
             t.master_pauses,
