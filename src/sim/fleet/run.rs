@@ -14,6 +14,10 @@
 //! `master_pause_ticks_first`). While a **heartbeat block** holds a client's ping, the master and
 //! its monitor run on time and serve data; the ping is applied when the block ends, after the
 //! ticks at that time (the `block_heartbeats` rule of the replay trace format).
+//!
+//! Size: about 600 lines, a few over the project's guideline, because every handler reads and
+//! writes `Sim`'s private state; the data-plane handlers (`on_put` .. `recompute`) are the part
+//! to move out next, behind accessors.
 
 use super::counters::{CrashDetection, Metrics, StateSample};
 use super::queue::EventQueue;
