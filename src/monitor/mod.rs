@@ -200,12 +200,13 @@ impl Monitor {
         report
     }
 
-    /// A reload that shortened the active TTL: a signal since the last tick sets an Active
-    /// deadline as early as that tick + the new TTL, earlier than an entry armed under the old
-    /// TTL may wake (an Active entry at the old deadline, a Suspected one at commit + the old
-    /// TTL), so every entry is pulled in to that tick once (O(entries), once per such reload).
-    /// Deadlines already in words keep the TTL they were set with. Found by the differential
-    /// fuzz target (`finding_ttl_shrink_delays_suspicion_after_recovery`).
+    /// A reload that shortened the active TTL: a recovery since the last tick starts an Active
+    /// window ending as early as that tick + the new TTL, earlier than a Suspected entry armed
+    /// under the old TTL (at commit + the old TTL at the latest) would wake. Active windows keep
+    /// the TTL they started with (a signal only moves a deadline later), so only Suspected
+    /// entries can be late; pulling every entry in to that tick once is simpler than finding
+    /// them and only makes some fire early (O(entries), once per such reload). Found by the
+    /// differential fuzz target (`finding_ttl_shrink_delays_suspicion_after_recovery`).
     fn follow_ttl_reload(&mut self, ttls: Ttls, now_l: u64) {
         if ttls.active_ms < self.armed_active_ms {
             let limit = self.last_tick_l_ms.saturating_add(ttls.active_ms);
