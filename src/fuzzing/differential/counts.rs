@@ -33,7 +33,7 @@ const OPS: [&str; 18] = [
 pub struct Counts {
     /// Inputs decoded, per mode.
     pub inputs: [u64; 2],
-    /// Operations run, per mode, by [`OPS`] index.
+    /// Operations run, per mode, by `OPS` index.
     pub ops: [[u64; OPS.len()]; 2],
     /// Liveness transitions, per mode.
     pub transitions: [u64; 2],
