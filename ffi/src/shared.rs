@@ -77,6 +77,9 @@ impl SharedSteps for Steps {
     }
 }
 
+// One per core, inside a mutex: its size does not matter, and boxing the monitor would add a
+// pointer chase to every `mlv_tick`.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum MonitorSlot {
     Manual(Monitor),
     Thread(MonitorThread),
