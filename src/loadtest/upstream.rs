@@ -28,7 +28,8 @@
 //!   this design's master with both off.
 //!
 //! # `std::shared_mutex` fairness
-//! See [`SharedMutex`]: reader-preferring, like glibc's default `pthread_rwlock_t`.
+//! See [`SharedMutex`]: glibc's default `pthread_rwlock_t` — reader-preferring, with the last
+//! reader handing the lock to a waiting writer.
 //!
 //! # Ground rules
 //! - Lock order: `client_mutex` → `snapshot_mutex` → a record mutex → the inner master's own
