@@ -232,7 +232,7 @@ impl MasterCore {
         let names = names::Names::with_shards(options.registry_shards);
         Self {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
-            shards: Shards::new(options.metadata_shards),
+            shards: Shards::new(options.metadata_shards, options.expected_objects),
             live,
             monitor: Mutex::new(monitor),
             tick_ms,

@@ -30,6 +30,10 @@ pub struct MasterOptions {
     pub metadata_shards: usize,
     /// Who runs offboarding jobs (default: what `offboarding_mode` says).
     pub offboarding: OffboardingDriver,
+    /// Objects the master expects to hold: a capacity hint, each metadata shard's table is
+    /// pre-sized to its share so that a bulk load (a promotion, a warm-up) does not rehash every
+    /// table a dozen times on the way. 0 (the default) grows the tables on demand.
+    pub expected_objects: usize,
 }
 
 impl Default for MasterOptions {
@@ -41,6 +45,7 @@ impl Default for MasterOptions {
             registry_shards: crate::liveness::DEFAULT_SHARDS,
             metadata_shards: DEFAULT_METADATA_SHARDS,
             offboarding: OffboardingDriver::FromConfig,
+            expected_objects: 0,
         }
     }
 }

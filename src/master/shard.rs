@@ -65,11 +65,17 @@ pub struct Shards {
 }
 
 impl Shards {
-    /// `n` shards (rounded up to a power of two, at least 1).
-    pub(crate) fn new(n: usize) -> Self {
+    /// `n` shards (rounded up to a power of two, at least 1), their tables pre-sized for
+    /// `expected` objects in all.
+    pub(crate) fn new(n: usize, expected: usize) -> Self {
         let n = n.max(1).next_power_of_two();
+        let each = expected.div_ceil(n);
+        let shard = || Shard {
+            objects: Objects::with_capacity_and_hasher(each, Default::default()),
+            lru: BTreeMap::new(),
+        };
         Self {
-            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..n).map(|_| Mutex::new(shard())).collect(),
             mask: n - 1,
             clock: AtomicU64::new(0),
         }
