@@ -50,30 +50,32 @@ struct LoadtestArgs {
     /// Data-plane worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    /// Preloaded objects (Get targets; what a ReMount walks).
-    #[arg(long, default_value_t = 1_000_000)]
-    keys: usize,
+    /// Preloaded objects (Get targets; what a ReMount walks) [default: 1000000; join-storm:
+    /// 2000000 — see "join-storm's scale" in the README].
+    #[arg(long)]
+    keys: Option<usize>,
     /// Clients that ReMount at once in join-storm.
     #[arg(long, default_value_t = 12)]
     joiners: usize,
     /// Objects of the client offboarded in offboard-big.
     #[arg(long = "victim-keys", default_value_t = 1_000_000)]
     victim_keys: usize,
-    /// Pinging clients (segment holders and the victim included; joiners come on top).
-    #[arg(long, default_value_t = 10_000)]
-    clients: usize,
+    /// Pinging clients (segment holders and the victim included; joiners come on top)
+    /// [default: 10000; join-storm: 2000].
+    #[arg(long)]
+    clients: Option<usize>,
     /// Clients holding a memory segment (the preloaded objects spread over them).
     #[arg(long = "segment-clients", default_value_t = 16)]
     segment_clients: usize,
-    /// Ping period of every client, ms.
-    #[arg(long = "ping-interval-ms", default_value_t = 200)]
-    ping_interval_ms: u64,
-    /// Active TTL, ms.
-    #[arg(long = "active-ttl-ms", default_value_t = 1_000)]
-    active_ttl_ms: u64,
-    /// Suspicion TTL, ms.
-    #[arg(long = "suspicion-ttl-ms", default_value_t = 2_000)]
-    suspicion_ttl_ms: u64,
+    /// Ping period of every client, ms [default: 200; join-storm: 50].
+    #[arg(long = "ping-interval-ms")]
+    ping_interval_ms: Option<u64>,
+    /// Active TTL, ms [default: 1000; join-storm: 150].
+    #[arg(long = "active-ttl-ms")]
+    active_ttl_ms: Option<u64>,
+    /// Suspicion TTL, ms [default: 2000; join-storm: 300].
+    #[arg(long = "suspicion-ttl-ms")]
+    suspicion_ttl_ms: Option<u64>,
     /// Measured seconds per scenario and design (join-storm and offboard-big extend it until
     /// the TTLs have played out).
     #[arg(long = "duration-s", default_value_t = 6)]
@@ -220,24 +222,34 @@ fn main() -> ExitCode {
 
 #[cfg(not(loom))]
 fn loadtest(args: &LoadtestArgs) -> ExitCode {
-    use mooncake_liveness::loadtest::{run, table, write_charts, write_json, Options};
+    use mooncake_liveness::loadtest::{run, table, write_charts, write_json, Options, StormScale};
+    let (general, storm) = (Options::default(), StormScale::default());
+    // A flag given explicitly applies to every scenario; one left out takes the scenario's
+    // default (join-storm has a scale of its own).
     let opts = Options {
         scenario: args.scenario,
         design: args.design,
         ping_thread: args.ping_thread,
         threads: args.threads,
-        keys: args.keys,
+        keys: args.keys.unwrap_or(general.keys),
         joiners: args.joiners,
         victim_keys: args.victim_keys,
-        clients: args.clients,
+        clients: args.clients.unwrap_or(general.clients),
         segment_clients: args.segment_clients,
-        ping_interval_ms: args.ping_interval_ms,
-        active_ttl_ms: args.active_ttl_ms,
-        suspicion_ttl_ms: args.suspicion_ttl_ms,
+        ping_interval_ms: args.ping_interval_ms.unwrap_or(general.ping_interval_ms),
+        active_ttl_ms: args.active_ttl_ms.unwrap_or(general.active_ttl_ms),
+        suspicion_ttl_ms: args.suspicion_ttl_ms.unwrap_or(general.suspicion_ttl_ms),
         duration_s: args.duration_s,
         seed: args.seed,
         object_size: args.object_size,
         progress: !args.quiet,
+        storm: StormScale {
+            keys: args.keys.unwrap_or(storm.keys),
+            clients: args.clients.unwrap_or(storm.clients),
+            ping_interval_ms: args.ping_interval_ms.unwrap_or(storm.ping_interval_ms),
+            active_ttl_ms: args.active_ttl_ms.unwrap_or(storm.active_ttl_ms),
+            suspicion_ttl_ms: args.suspicion_ttl_ms.unwrap_or(storm.suspicion_ttl_ms),
+        },
     };
     if let Err(e) = opts.validate() {
         eprintln!("error: {e}");

@@ -37,7 +37,7 @@ mod shared_mutex;
 mod stats;
 mod upstream;
 
-pub use options::{Design, Options, PingThread, Scenario};
+pub use options::{Design, Options, PingThread, Scenario, StormScale};
 pub use paths::{new_master, MasterPaths, TickOutcome};
 pub use report::{table, Gap, Phases, RunReport};
 pub use shared_mutex::SharedMutex;
@@ -63,6 +63,7 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         charts: Vec::new(),
     };
     for scenario in opts.scenario.expand() {
+        let opts = &opts.for_scenario(scenario);
         for design in opts.design.expand() {
             let r = scenarios::run_one(opts, scenario, design)?;
             out.reports.push(RunReport::new(opts, &r));
