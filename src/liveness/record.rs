@@ -118,6 +118,12 @@ impl ClientLivenessRecord {
         self.incarnation
     }
 
+    /// Starts loading the word's cache line (a hint; see [`crate::sync::prefetch`]).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self) {
+        crate::sync::prefetch(&self.word);
+    }
+
     /// The current word (one `Acquire` load).
     pub fn word(&self) -> Word {
         self.word.load(Ordering::Acquire)

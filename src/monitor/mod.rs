@@ -37,6 +37,7 @@
 //! Offline commits mint go back to the caller in [`TickReport`].
 
 mod brake;
+mod lookahead;
 #[cfg(not(loom))]
 mod thread;
 pub(crate) mod wheel;
@@ -192,7 +193,7 @@ impl Monitor {
         };
         let mut due = std::mem::take(&mut self.due);
         self.wheel.poll_expired(now_tick, &mut due);
-        for rec in due.drain(..) {
+        for rec in lookahead::Lookahead::new(due.drain(..)) {
             self.stats.entries_examined += 1;
             self.evaluate(liveness, rec, now, &mut report);
         }
