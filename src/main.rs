@@ -51,7 +51,7 @@ struct LoadtestArgs {
     #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Preloaded objects (Get targets; what a ReMount walks) [default: 1000000; join-storm:
-    /// 2000000 — see "join-storm's scale" in the README].
+    /// 3000000 — see "join-storm's scale" in the README].
     #[arg(long)]
     keys: Option<usize>,
     /// Clients that ReMount at once in join-storm.
@@ -67,7 +67,7 @@ struct LoadtestArgs {
     /// Clients holding a memory segment (the preloaded objects spread over them).
     #[arg(long = "segment-clients", default_value_t = 16)]
     segment_clients: usize,
-    /// Ping period of every client, ms [default: 200; join-storm: 50].
+    /// Ping period of every client, ms [default: 200; join-storm: 60].
     #[arg(long = "ping-interval-ms")]
     ping_interval_ms: Option<u64>,
     /// Active TTL, ms [default: 1000; join-storm: 150].
@@ -77,9 +77,9 @@ struct LoadtestArgs {
     #[arg(long = "suspicion-ttl-ms")]
     suspicion_ttl_ms: Option<u64>,
     /// Measured seconds per scenario and design (join-storm and offboard-big extend it until
-    /// the TTLs have played out).
-    #[arg(long = "duration-s", default_value_t = 6)]
-    duration_s: u64,
+    /// the TTLs have played out) [default: 6; join-storm: 3].
+    #[arg(long = "duration-s")]
+    duration_s: Option<u64>,
     /// Seed of the workers' operation mix.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -239,7 +239,7 @@ fn loadtest(args: &LoadtestArgs) -> ExitCode {
         ping_interval_ms: args.ping_interval_ms.unwrap_or(general.ping_interval_ms),
         active_ttl_ms: args.active_ttl_ms.unwrap_or(general.active_ttl_ms),
         suspicion_ttl_ms: args.suspicion_ttl_ms.unwrap_or(general.suspicion_ttl_ms),
-        duration_s: args.duration_s,
+        duration_s: args.duration_s.unwrap_or(general.duration_s),
         seed: args.seed,
         object_size: args.object_size,
         progress: !args.quiet,
@@ -249,6 +249,7 @@ fn loadtest(args: &LoadtestArgs) -> ExitCode {
             ping_interval_ms: args.ping_interval_ms.unwrap_or(storm.ping_interval_ms),
             active_ttl_ms: args.active_ttl_ms.unwrap_or(storm.active_ttl_ms),
             suspicion_ttl_ms: args.suspicion_ttl_ms.unwrap_or(storm.suspicion_ttl_ms),
+            duration_s: args.duration_s.unwrap_or(storm.duration_s),
         },
     };
     if let Err(e) = opts.validate() {
