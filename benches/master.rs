@@ -279,7 +279,10 @@ fn bench_snapshot(c: &mut Criterion) {
                     &snap,
                 )
                 .unwrap();
-                black_box(m.shards().object_count())
+                // Returned, so criterion drops the restored master after the timed section:
+                // restore is done when the master serves, and encode_1m does not time the drop
+                // of its result either (each times the drop of its intermediate `Snapshot`).
+                black_box(m)
             },
             BatchSize::PerIteration,
         )
@@ -291,6 +294,21 @@ fn bench_snapshot(c: &mut Criterion) {
 /// One more restore of the same snapshot, timed phase by phase (decode, then the phases
 /// `Master::restore_timed` reports), printed as `master-note:` lines for `scripts/bench.sh`.
 fn restore_phase_notes(f: &Fixture, bytes: &[u8]) {
+    // The same two sides once more, timed directly (criterion's quick estimates of a multi-second
+    // routine rest on very few samples).
+    let t = Instant::now();
+    let snap = f.master.snapshot();
+    let cut = t.elapsed();
+    let encoded = snap.encode();
+    let total = t.elapsed();
+    drop(snap);
+    println!("master-note: encode_1m.snapshot_ms={:.1}", cut.as_secs_f64() * 1e3);
+    println!(
+        "master-note: encode_1m.encode_ms={:.1}",
+        (total - cut).as_secs_f64() * 1e3
+    );
+    println!("master-note: encode_1m.total_ms={:.1}", total.as_secs_f64() * 1e3);
+    black_box(encoded);
     let t = Instant::now();
     let snap = Snapshot::decode(bytes).unwrap();
     println!(
@@ -304,6 +322,10 @@ fn restore_phase_notes(f: &Fixture, bytes: &[u8]) {
         &snap,
     )
     .unwrap();
+    println!(
+        "master-note: restore_1m.total_ms={:.1}",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     for (name, d) in &phases.phases {
         let key = name.replace([' ', ','], "_").replace("__", "_");
         println!("master-note: restore_1m.{key}_ms={:.1}", d.as_secs_f64() * 1e3);
