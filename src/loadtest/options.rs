@@ -221,10 +221,13 @@ impl Options {
     /// Refuses values that cannot make a meaningful run of any scenario asked for, naming the
     /// flag and the value.
     pub fn validate(&self) -> Result<(), String> {
-        self.scenario
-            .expand()
-            .into_iter()
-            .try_for_each(|s| self.for_scenario(s).validate_run())
+        self.scenario.expand().into_iter().try_for_each(|s| {
+            self.for_scenario(s).validate_run().map_err(|e| match s {
+                // Its knobs may be its own defaults, not what the user typed: say so.
+                Scenario::JoinStorm => format!("{e} (in join-storm, whose defaults are its own scale; see --help)"),
+                _ => e,
+            })
+        })
     }
 
     fn validate_run(&self) -> Result<(), String> {
