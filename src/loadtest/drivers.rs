@@ -1,5 +1,6 @@
-//! The threads of a run: data-plane workers, the ping driver (its own thread or the workers),
-//! the monitor and the offboarding worker. The scenario script (see `scenarios`) runs on the
+//! The threads of a run: data-plane workers (the master's RPC threads: they also serve
+//! join-storm's ReMounts, see `storm`), the ping driver (its own thread or the workers), the
+//! monitor and the offboarding worker. The scenario script (see `scenarios`) runs on the
 //! calling thread and steers them through [`Ctx`].
 //!
 //! # Ground rules
@@ -19,7 +20,9 @@
 use super::options::{Options, PingThread};
 use super::paths::MasterPaths;
 use super::stats::{LastSeen, Op, Recorder, NEVER, OTHER};
+use super::storm::RemountQueue;
 use crate::liveness::{ClientId, LivenessState, PingStatus};
+use crate::master::SegmentSpec;
 use crate::offboarding::ClientOffboardingJob;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use rand::{Rng, SeedableRng};
@@ -66,6 +69,8 @@ pub(super) struct Ctx<'a> {
     pub(super) victim_offboarded: AtomicBool,
     /// Preloaded keys (Get targets: `k{i}`).
     pub(super) keys: usize,
+    /// join-storm's ReMount requests (the last `--joiners` clients).
+    pub(super) storm: RemountQueue,
 }
 
 impl std::fmt::Debug for Ctx<'_> {
@@ -78,6 +83,7 @@ impl<'a> Ctx<'a> {
     /// A run over `clients` (none pinging yet).
     pub(super) fn new(paths: &'a dyn MasterPaths, opts: &'a Options, clients: Vec<String>) -> Self {
         let n = clients.len().max(1) as u64;
+        let clients_len = clients.len();
         Self {
             paths,
             opts,
@@ -96,6 +102,10 @@ impl<'a> Ctx<'a> {
             false_offline: AtomicU64::new(0),
             victim_offboarded: AtomicBool::new(false),
             keys: opts.keys,
+            storm: RemountQueue::new(
+                clients_len - opts.joiners.min(clients_len),
+                opts.joiners.min(clients_len),
+            ),
         }
     }
 
@@ -184,6 +194,10 @@ pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
         if shared {
             ctx.due_pings(&mut rec, SHARED_PING_BUDGET);
         }
+        if let Some(c) = ctx.storm.claim() {
+            remount(ctx, c, &mut rec);
+            continue;
+        }
         if !ctx.data_plane.load(Ordering::Acquire) {
             let wait = if shared {
                 ctx.until_next_slot()
@@ -218,6 +232,21 @@ pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
         rec.op(op, phase, t0.elapsed().as_micros() as u64, ctx.now_us(), ok);
     }
     rec
+}
+
+/// Serves join-storm's ReMount of client `c` (one segment, then the all-shard walk); its
+/// latency is the client's, from the storm's arrival.
+fn remount(ctx: &Ctx<'_>, c: usize, rec: &mut Recorder) {
+    let name = &ctx.clients[c];
+    let specs = [SegmentSpec {
+        segment: format!("{name}-seg"),
+        size: ctx.opts.segment_size(),
+    }];
+    let r = ctx.paths.remount(name, &specs);
+    let latency = ctx.storm.arrived().elapsed().as_micros() as u64;
+    rec.op(Op::Mount, super::stats::BEFORE, latency, ctx.now_us(), r.is_ok());
+    ctx.storm
+        .finish(r.map_err(|e| format!("join-storm: remount of {name} failed: {e}")));
 }
 
 /// The monitor: ticks every `tick`, counts false transitions, hands jobs to the offboarder.

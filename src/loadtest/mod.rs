@@ -35,6 +35,7 @@ mod report;
 mod scenarios;
 mod shared_mutex;
 mod stats;
+mod storm;
 mod upstream;
 
 pub use options::{Design, Options, PingThread, Scenario, StormScale};

@@ -12,10 +12,10 @@
 use super::drivers::{self, Ctx};
 use super::options::{Design, Options, Scenario};
 use super::paths::{new_master, MasterPaths};
-use super::stats::{self, Op, Recorder, BEFORE, DURING, OTHER};
+use super::stats::{self, Recorder, BEFORE, DURING, OTHER};
 use super::upstream::UpstreamMain;
 use crate::config::LivenessConfig;
-use crate::master::{MasterOptions, SegmentSpec};
+use crate::master::MasterOptions;
 use crate::sync::Ordering;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::{Duration, Instant};
@@ -305,47 +305,20 @@ fn script(
     Ok(extra)
 }
 
-/// `--joiners` clients ReMount one segment each, all arriving at once. Like any RPC, a
-/// ReMount is served by one of the master's RPC threads — `--threads` of them, as many as the
-/// data-plane workers — so at most that many run at once and the rest queue behind them (main's
-/// coro_rpc runs each handler to completion on its io thread). Every joiner pings from the moment
-/// it arrives, as a real client's heartbeat thread does while its ReMount is in flight. The
-/// Mount latency recorded is the client's: from arrival to the answer.
+/// `--joiners` clients arrive at once, each pinging from that moment (as a real client's
+/// heartbeat thread does while its ReMount is in flight), and ReMount one segment each; the
+/// workers serve the requests (see `storm`). Returns once every ReMount has returned.
 fn join_storm(ctx: &Ctx<'_>) -> Result<Vec<Recorder>, String> {
-    let opts = ctx.opts;
-    let first = ctx.clients.len() - opts.joiners;
-    let rpc_threads = opts.threads.clamp(1, opts.joiners.max(1));
-    let barrier = std::sync::Barrier::new(rpc_threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..rpc_threads)
-            .map(|t| {
-                let barrier = &barrier;
-                s.spawn(move || -> Result<Recorder, String> {
-                    let mine: Vec<usize> = (first + t..ctx.clients.len()).step_by(rpc_threads).collect();
-                    let mut rec = Recorder::default();
-                    barrier.wait();
-                    let arrived = Instant::now();
-                    for &c in &mine {
-                        ctx.set_pinging(c, true);
-                    }
-                    for &c in &mine {
-                        let name = &ctx.clients[c];
-                        let specs = [SegmentSpec {
-                            segment: format!("{name}-seg"),
-                            size: opts.segment_size(),
-                        }];
-                        let r = ctx.paths.remount(name, &specs);
-                        let at = ctx.now_us();
-                        rec.op(Op::Mount, BEFORE, arrived.elapsed().as_micros() as u64, at, r.is_ok());
-                        r.map_err(|e| format!("join-storm: remount of {name} failed: {e}"))?;
-                    }
-                    Ok(rec)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| "a ReMount thread panicked".to_string())?)
-            .collect()
-    })
+    for c in ctx.storm.clients() {
+        ctx.set_pinging(c, true);
+    }
+    ctx.storm.open();
+    let limit = Instant::now() + Duration::from_secs(600);
+    while !ctx.storm.all_done() {
+        if Instant::now() > limit {
+            return Err("join-storm: the ReMounts did not return within 600 s".to_string());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    ctx.storm.failure().map_or(Ok(Vec::new()), Err)
 }

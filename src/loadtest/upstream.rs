@@ -26,6 +26,11 @@
 //!   upstream nor here, so Ping figures are unaffected by this choice.
 //! - No stall brake and no mass-suspicion brake (upstream has neither): the harness builds
 //!   this design's master with both off.
+//! - The monitor reads the clock after taking `client_mutex_` shared (the master's own tick);
+//!   upstream samples `now` before waiting for it (§7). Here a monitor that waited out a
+//!   ReMount therefore judges with a clock up to one hold later than upstream's would: it can
+//!   suspect (and retire) up to one hold earlier. This makes `upstream-main` harsher than main,
+//!   not gentler; false Offline counts in particular should be read with it in mind.
 //!
 //! # `std::shared_mutex` fairness
 //! See [`SharedMutex`]: glibc's default `pthread_rwlock_t` — reader-preferring, with the last
