@@ -433,3 +433,51 @@ fn monitor_stats_count_ticks_examined_entries_and_commits() {
     let s = h.monitor.stats();
     assert_eq!((s.ticks, s.stalls, s.stall_ms), (301, 1, 10_000));
 }
+
+/// Invariant 4 across a reload that shortens the active TTL (`Monitor::follow_ttl_reload`): the
+/// entry of a Suspected incarnation was armed for `min(suspicion deadline, commit + old TTL)`;
+/// a recovery after the reload sets the new, earlier Active deadline, so the monitor must pull
+/// the entry in or it re-suspects the client late (here at 20_000 instead of 13_000).
+#[test]
+fn a_recovery_after_the_active_ttl_shrinks_is_resuspected_on_time() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(10_000); // Suspected; its entry wakes at min(30_000, 10_000 + A) = 20_000
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config(A, S)
+    };
+    h.live.config().reload(shorter).unwrap();
+    h.run_to(11_000);
+    assert!(
+        h.live.ping(ClientId(1), None).recovered.is_some(),
+        "Active until 13_000"
+    );
+    h.run_to(14_000);
+    let after: Vec<_> = h.transitions().into_iter().filter(|t| t.0 > 10_000).collect();
+    assert_eq!(after, vec![(13_000, 1, "Active", "Suspected")]);
+}
+
+/// Only a reload that *shortens* the active TTL pulls the wheel's entries in: on any other tick
+/// an entry sleeps to its deadline. Here a client mounts between a tick at 100 and a late tick
+/// at 2_000 (late by less than the stall bound), so its deadline (11_900) lies beyond the last
+/// tick + the TTL (10_100): pulling in would fire it early, at 10_100, and count it examined.
+#[test]
+fn only_a_shortening_reload_pulls_entries_in() {
+    let mut h = Harness::new(config(A, S));
+    h.run_to(100);
+    h.clock.set_ms(1_900);
+    h.mount(1);
+    h.stall_to(2_000);
+    assert!(h.stalls().is_empty(), "1_800 ms late is under the bound");
+    h.run_to(11_800);
+    assert_eq!(
+        h.monitor.stats().entries_examined,
+        0,
+        "nothing fires before the deadline"
+    );
+    h.run_to(11_900);
+    assert_eq!(h.monitor.stats().entries_examined, 1);
+    assert_eq!(h.transitions(), vec![(11_900, 1, "Active", "Suspected")]);
+}
