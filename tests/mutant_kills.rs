@@ -102,6 +102,9 @@ fn mass_suspicion_brake_engages_at_exactly_the_minimum() {
     assert_eq!(brake_events(&h), vec![(10_100, true, 10, 15)]);
     assert_eq!(h.monitor.stats().brake_engagements, 1);
     assert_eq!(offline_count(&h), 0, "Offline committed while the brake held");
+    // Each held evaluation counts: the 10 are due at 30_000, held, re-armed one active TTL out
+    // and held again at 40_000.
+    assert_eq!(h.monitor.stats().offline_held, 20);
 }
 
 /// ... and *more than* `mass_suspicion_fraction` of the registered: exactly half (10 of 20) does
