@@ -484,3 +484,39 @@ fn only_a_shortening_reload_pulls_entries_in() {
     assert_eq!(h.monitor.stats().entries_examined, 1);
     assert_eq!(h.transitions(), vec![(11_900, 1, "Active", "Suspected")]);
 }
+
+/// `Monitor::rearm` files an entry strictly after the tick being processed: an entry that waits
+/// (its deadline moved, but still within the current tick) does not come back when the same tick
+/// runs again (a repeated tick, e.g. a timer that fires twice at one clock reading), and fires
+/// at the next tick.
+#[test]
+fn a_waiting_entry_is_rearmed_after_the_tick_being_processed() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1); // deadline 10_000
+    h.run_to(50);
+    h.ping(1); // deadline 10_050: still in the tick of 10_000
+    h.run_to(10_000);
+    assert_eq!(h.monitor.stats().entries_examined, 1, "fired at 10_000 and waits");
+    h.stall_to(10_000); // the same tick again
+    assert_eq!(
+        h.monitor.stats().entries_examined,
+        1,
+        "not re-armed at the tick being processed"
+    );
+    h.run_to(10_100);
+    assert_eq!(h.monitor.stats().entries_examined, 2);
+    assert_eq!(h.transitions(), vec![(10_100, 1, "Active", "Suspected")]);
+}
+
+/// The monitor's debug form names its tick, its armed entries and its counters.
+#[test]
+fn monitor_debug_shows_tick_armed_and_stats() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(100);
+    let s = format!("{:?}", h.monitor);
+    assert!(
+        s.starts_with("Monitor { tick_ms: 100, armed: 1, stats: MonitorStats { ticks: 1,"),
+        "{s}"
+    );
+}
