@@ -9,7 +9,10 @@ mod common;
 
 use common::{config, Harness};
 use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver};
-use mooncake_liveness::offboarding::prepare_client_offboarding;
+use mooncake_liveness::offboarding::{
+    complete_client_offboarding, prepare_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps,
+    Progress, Step,
+};
 use mooncake_liveness::{
     ClientId, Clock, Incarnation, LivenessConfig, LivenessEvent, LivenessState, ManualClock, MountOutcome,
 };
@@ -518,5 +521,55 @@ fn monitor_debug_shows_tick_armed_and_stats() {
     assert!(
         s.starts_with("Monitor { tick_ms: 100, armed: 1, stats: MonitorStats { ticks: 1,"),
         "{s}"
+    );
+}
+
+/// Runs every step at once, except that `fail` fails on its first call; records each call.
+struct FailOnce {
+    fail: Step,
+    failed: bool,
+    calls: Vec<Step>,
+}
+
+impl OffboardingSteps for FailOnce {
+    fn run_step(&mut self, step: Step, _job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        self.calls.push(step);
+        if step == self.fail && !self.failed {
+            self.failed = true;
+            return Err(CleanupError::new(step, "injected"));
+        }
+        Ok(Progress::Done)
+    }
+}
+
+/// Invariant 17: a failed attempt keeps every step it completed, and the retry runs only the
+/// failed step and those after it (each step has its own bit in the job's progress).
+#[test]
+fn a_retry_runs_only_the_failed_step_and_the_later_ones() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(30_000);
+    let job = h.jobs.pop().expect("Offline at 30_000");
+    let mut steps = FailOnce {
+        fail: Step::Quota,
+        failed: false,
+        calls: Vec::new(),
+    };
+    let job = complete_client_offboarding(&mut steps, h.live.registry(), job).unwrap_err();
+    assert_eq!(job.steps_done(), [Step::Metadata, Step::Segments, Step::LocalDisk]);
+    assert!(!job.is_done(Step::Quota) && !job.is_done(Step::ExternalMetadata));
+    let done = complete_client_offboarding(&mut steps, h.live.registry(), job).unwrap();
+    assert_eq!((done.attempts, done.erased), (2, true));
+    let retry = &steps.calls[4..];
+    assert_eq!(retry, [Step::Quota, Step::ExternalMetadata]);
+}
+
+/// Telemetry receives a step as its trace-format name.
+#[test]
+fn a_step_label_is_its_name() {
+    let labels: Vec<&'static str> = Step::ALL.into_iter().map(Into::into).collect();
+    assert_eq!(
+        labels,
+        ["metadata", "segments", "local_disk", "quota", "external_metadata"]
     );
 }
