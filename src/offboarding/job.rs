@@ -331,6 +331,13 @@ mod tests {
         assert_eq!(job.attempts(), 2);
     }
 
+    /// The job carries the base-clock time of its Offline commit (the completion latency
+    /// telemetry and the snapshot count from it).
+    #[test]
+    fn a_job_knows_when_it_was_committed() {
+        assert_eq!(offline_job().committed_at_ms(), 2_000);
+    }
+
     #[test]
     fn step_names_round_trip() {
         for s in Step::ALL {
