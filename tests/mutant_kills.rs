@@ -573,3 +573,39 @@ fn a_step_label_is_its_name() {
         ["metadata", "segments", "local_disk", "quota", "external_metadata"]
     );
 }
+
+/// The metadata step answers `More` `left` times, recording how many batches the job says ran.
+struct Batched {
+    left: u32,
+    seen: Vec<u32>,
+}
+
+impl OffboardingSteps for Batched {
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if step != Step::Metadata {
+            return Ok(Progress::Done);
+        }
+        self.seen.push(job.step_batches());
+        if self.left == 0 {
+            return Ok(Progress::Done);
+        }
+        self.left -= 1;
+        Ok(Progress::More)
+    }
+}
+
+/// A step done in bounded batches sees how many of its batches already ran (a `Progress::More`
+/// answer counts one), so it can resume where it stands.
+#[test]
+fn a_batched_step_sees_its_batch_count() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(30_000);
+    let job = h.jobs.pop().expect("Offline at 30_000");
+    let mut steps = Batched {
+        left: 2,
+        seen: Vec::new(),
+    };
+    assert!(complete_client_offboarding(&mut steps, h.live.registry(), job).is_ok());
+    assert_eq!(steps.seen, [0, 1, 2]);
+}
