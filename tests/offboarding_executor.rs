@@ -179,3 +179,21 @@ fn shutdown_hands_back_jobs_waiting_for_a_retry() {
     assert_eq!(left.len(), 3, "jobs waiting for a retry were dropped at shutdown");
     assert!(left.iter().all(|j| j.attempts() == 1 && j.last_error().is_some()));
 }
+
+/// With no worker running, submitted jobs stay queued: `queued()` counts them, the debug form
+/// shows them, and shutdown hands every one back.
+#[test]
+fn queued_counts_the_jobs_no_worker_took() {
+    let (live, jobs) = offline_jobs(3);
+    let cfg = ExecutorConfig {
+        workers: 0,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let exec = Executor::spawn(Arc::new(AlwaysFails), live, cfg, |_| panic!("no worker runs")).unwrap();
+    for job in jobs {
+        exec.submit(job).unwrap();
+    }
+    assert_eq!(exec.queued(), 3);
+    assert_eq!(format!("{exec:?}"), "Executor { workers: 0, queued: 3 }");
+    assert_eq!(exec.shutdown(Duration::ZERO).len(), 3);
+}
