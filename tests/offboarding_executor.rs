@@ -197,3 +197,66 @@ fn queued_counts_the_jobs_no_worker_took() {
     assert_eq!(format!("{exec:?}"), "Executor { workers: 0, queued: 3 }");
     assert_eq!(exec.shutdown(Duration::ZERO).len(), 3);
 }
+
+/// Client 0's first step waits until `open`; every other step succeeds at once.
+struct Gate {
+    entered: AtomicUsize,
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl SharedSteps for Gate {
+    fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if job.client() == ClientId(0) && step == Step::Metadata {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            while !self.open.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(Progress::Done)
+    }
+}
+
+/// Shutdown first lets the workers drain the queue (up to its deadline) and only then stops
+/// them: while a job is still queued, the job a worker is running is not interrupted.
+#[test]
+fn shutdown_lets_the_workers_drain_before_stopping_them() {
+    let (live, mut jobs) = offline_jobs(2);
+    let second = jobs.pop().unwrap();
+    let first = jobs.pop().unwrap();
+    assert_eq!(first.client(), ClientId(0));
+    let gate = Arc::new(Gate {
+        entered: AtomicUsize::new(0),
+        open: std::sync::atomic::AtomicBool::new(false),
+    });
+    let cfg = ExecutorConfig {
+        workers: 1,
+        batch_size: 1,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = completed.clone();
+    let exec = Executor::spawn(gate.clone(), live, cfg, move |done| {
+        seen.lock().unwrap().push(done.client)
+    })
+    .unwrap();
+    exec.submit(first).unwrap();
+    let started = Instant::now();
+    while gate.entered.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the worker never took the job"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    exec.submit(second).unwrap(); // queued behind the running job
+    let shutdown = std::thread::spawn(move || exec.shutdown(Duration::from_secs(60)));
+    // Give a shutdown that does not wait for the drain the time to stop the worker.
+    std::thread::sleep(Duration::from_millis(100));
+    gate.open.store(true, Ordering::SeqCst);
+    let left = shutdown.join().unwrap();
+    assert!(
+        completed.lock().unwrap().contains(&ClientId(0)),
+        "the running job was interrupted while a job was still queued (returned: {})",
+        left.len()
+    );
+}
