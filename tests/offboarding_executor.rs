@@ -260,3 +260,36 @@ fn shutdown_lets_the_workers_drain_before_stopping_them() {
         left.len()
     );
 }
+
+/// The rate limit takes a token for a job's *first* attempt: with a burst of one and a clock
+/// that never refills the bucket, one job starts and the other two wait (parked, attempt 0).
+#[test]
+fn only_first_attempts_take_a_rate_limit_token() {
+    let (live, jobs) = offline_jobs(3);
+    let cfg = ExecutorConfig {
+        rate_per_sec: 1.0,
+        burst: 1,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let completed = Arc::new(AtomicUsize::new(0));
+    let counter = completed.clone();
+    let exec = Executor::spawn(Arc::new(Slow(AtomicUsize::new(0))), live, cfg, move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    for job in jobs {
+        exec.submit(job).unwrap();
+    }
+    let started = Instant::now();
+    while exec.retrying() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "jobs were not held by the rate limit"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let left = exec.shutdown(Duration::ZERO);
+    assert_eq!(completed.load(Ordering::SeqCst), 1);
+    assert_eq!(left.len(), 2);
+    assert!(left.iter().all(|j| j.attempts() == 0), "held jobs never started");
+}
