@@ -20,7 +20,9 @@
 #
 # Env: MUTANTS_ITERATE=1 re-runs only what the last run of an area did not catch (`--iterate`:
 #      after adding tests for its survivors), MUTANTS_TIMEOUT (test timeout per mutant, s; 300), MUTANTS_BUILD_TIMEOUT (s; 900),
-#      MUTANTS_OUT (where each area's mutants.out goes; target/mutants/<area>).
+#      MUTANTS_OUT (where each area's mutants.out goes; target/mutants/<area>),
+#      MUTANTS_RE (only the mutants whose name matches this regex, `--re`: e.g. one function's
+#      new code, `MUTANTS_RE=pull_in scripts/mutants.sh wheel`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/toolchain.sh
@@ -78,14 +80,15 @@ for entry in "${AREAS[@]}"; do
     # cargo-mutants exits 2 when a mutant is missed, 3 on a timeout: the campaign goes on;
     # anything else (a usage error, a broken tree) stops it.
     rc=0
-    iterate=()
-    if [ "${MUTANTS_ITERATE:-0}" = 1 ]; then iterate=(--iterate); fi
+    select=()
+    if [ "${MUTANTS_ITERATE:-0}" = 1 ]; then select=(--iterate); fi
+    if [ -n "${MUTANTS_RE:-}" ]; then select+=(--re "$MUTANTS_RE"); fi
     # shellcheck disable=SC2086 # $filter is a list of test-binary arguments
     PROPTEST_MAX_SHRINK_ITERS=0 PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 cargo mutants --in-place --baseline skip --no-shuffle \
         --profile mutants \
         --timeout "${MUTANTS_TIMEOUT:-300}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}" \
         --cargo-arg=--locked \
-        --output "$out" "${iterate[@]}" "${file_args[@]}" "${target_args[@]}" -- -- $filter || rc=$?
+        --output "$out" "${select[@]}" "${file_args[@]}" "${target_args[@]}" -- -- $filter || rc=$?
     if [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ]; then
         echo "cargo mutants failed on $area (exit $rc)" >&2
         exit "$rc"

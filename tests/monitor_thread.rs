@@ -48,3 +48,34 @@ fn thread_commits_suspicion_offline_and_hands_back_the_job() {
     )
     .is_ok());
 }
+
+/// Dropping the handle stops and joins the thread (no detached monitor keeps ticking): once the
+/// drop returns, the sink (and the sender it owns) is gone.
+#[test]
+fn dropping_the_handle_stops_and_joins_the_thread() {
+    let clock = Arc::new(ManualClock::new(0));
+    let config = LivenessConfig {
+        monitor_tick_ms: 1,
+        stall_brake: false,
+        ..LivenessConfig::default()
+    };
+    let live = Arc::new(Liveness::new(clock as Arc<dyn Clock>, config));
+    let (tx, rx) = mpsc::channel();
+    let handle = MonitorThread::spawn(live, move |_report| {
+        let _ = tx.send(());
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(30)).expect("the thread ticks");
+    drop(handle);
+    let end = loop {
+        match rx.try_recv() {
+            Ok(()) => continue,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(
+        end,
+        mpsc::TryRecvError::Disconnected,
+        "the monitor thread outlived its handle"
+    );
+}

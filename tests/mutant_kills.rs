@@ -9,7 +9,10 @@ mod common;
 
 use common::{config, Harness};
 use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver};
-use mooncake_liveness::offboarding::prepare_client_offboarding;
+use mooncake_liveness::offboarding::{
+    complete_client_offboarding, prepare_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps,
+    Progress, Step,
+};
 use mooncake_liveness::{
     ClientId, Clock, Incarnation, LivenessConfig, LivenessEvent, LivenessState, ManualClock, MountOutcome,
 };
@@ -102,6 +105,9 @@ fn mass_suspicion_brake_engages_at_exactly_the_minimum() {
     assert_eq!(brake_events(&h), vec![(10_100, true, 10, 15)]);
     assert_eq!(h.monitor.stats().brake_engagements, 1);
     assert_eq!(offline_count(&h), 0, "Offline committed while the brake held");
+    // Each held evaluation counts: the 10 are due at 30_000, held, re-armed one active TTL out
+    // and held again at 40_000.
+    assert_eq!(h.monitor.stats().offline_held, 20);
 }
 
 /// ... and *more than* `mass_suspicion_fraction` of the registered: exactly half (10 of 20) does
@@ -432,4 +438,174 @@ fn monitor_stats_count_ticks_examined_entries_and_commits() {
     h.stall_to(40_000);
     let s = h.monitor.stats();
     assert_eq!((s.ticks, s.stalls, s.stall_ms), (301, 1, 10_000));
+}
+
+/// Invariant 4 across a reload that shortens the active TTL (`Monitor::follow_ttl_reload`): the
+/// entry of a Suspected incarnation was armed for `min(suspicion deadline, commit + old TTL)`;
+/// a recovery after the reload sets the new, earlier Active deadline, so the monitor must pull
+/// the entry in or it re-suspects the client late (here at 20_000 instead of 13_000).
+#[test]
+fn a_recovery_after_the_active_ttl_shrinks_is_resuspected_on_time() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(10_000); // Suspected; its entry wakes at min(30_000, 10_000 + A) = 20_000
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config(A, S)
+    };
+    h.live.config().reload(shorter).unwrap();
+    h.run_to(11_000);
+    assert!(
+        h.live.ping(ClientId(1), None).recovered.is_some(),
+        "Active until 13_000"
+    );
+    h.run_to(14_000);
+    let after: Vec<_> = h.transitions().into_iter().filter(|t| t.0 > 10_000).collect();
+    assert_eq!(after, vec![(13_000, 1, "Active", "Suspected")]);
+}
+
+/// Only a reload that *shortens* the active TTL pulls the wheel's entries in: on any other tick
+/// an entry sleeps to its deadline. Here a client mounts between a tick at 100 and a late tick
+/// at 2_000 (late by less than the stall bound), so its deadline (11_900) lies beyond the last
+/// tick + the TTL (10_100): pulling in would fire it early, at 10_100, and count it examined.
+#[test]
+fn only_a_shortening_reload_pulls_entries_in() {
+    let mut h = Harness::new(config(A, S));
+    h.run_to(100);
+    h.clock.set_ms(1_900);
+    h.mount(1);
+    h.stall_to(2_000);
+    assert!(h.stalls().is_empty(), "1_800 ms late is under the bound");
+    h.run_to(11_800);
+    assert_eq!(
+        h.monitor.stats().entries_examined,
+        0,
+        "nothing fires before the deadline"
+    );
+    h.run_to(11_900);
+    assert_eq!(h.monitor.stats().entries_examined, 1);
+    assert_eq!(h.transitions(), vec![(11_900, 1, "Active", "Suspected")]);
+}
+
+/// `Monitor::rearm` files an entry strictly after the tick being processed: an entry that waits
+/// (its deadline moved, but still within the current tick) does not come back when the same tick
+/// runs again (a repeated tick, e.g. a timer that fires twice at one clock reading), and fires
+/// at the next tick.
+#[test]
+fn a_waiting_entry_is_rearmed_after_the_tick_being_processed() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1); // deadline 10_000
+    h.run_to(50);
+    h.ping(1); // deadline 10_050: still in the tick of 10_000
+    h.run_to(10_000);
+    assert_eq!(h.monitor.stats().entries_examined, 1, "fired at 10_000 and waits");
+    h.stall_to(10_000); // the same tick again
+    assert_eq!(
+        h.monitor.stats().entries_examined,
+        1,
+        "not re-armed at the tick being processed"
+    );
+    h.run_to(10_100);
+    assert_eq!(h.monitor.stats().entries_examined, 2);
+    assert_eq!(h.transitions(), vec![(10_100, 1, "Active", "Suspected")]);
+}
+
+/// The monitor's debug form names its tick, its armed entries and its counters.
+#[test]
+fn monitor_debug_shows_tick_armed_and_stats() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(100);
+    let s = format!("{:?}", h.monitor);
+    assert!(
+        s.starts_with("Monitor { tick_ms: 100, armed: 1, stats: MonitorStats { ticks: 1,"),
+        "{s}"
+    );
+}
+
+/// Runs every step at once, except that `fail` fails on its first call; records each call.
+struct FailOnce {
+    fail: Step,
+    failed: bool,
+    calls: Vec<Step>,
+}
+
+impl OffboardingSteps for FailOnce {
+    fn run_step(&mut self, step: Step, _job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        self.calls.push(step);
+        if step == self.fail && !self.failed {
+            self.failed = true;
+            return Err(CleanupError::new(step, "injected"));
+        }
+        Ok(Progress::Done)
+    }
+}
+
+/// Invariant 17: a failed attempt keeps every step it completed, and the retry runs only the
+/// failed step and those after it (each step has its own bit in the job's progress).
+#[test]
+fn a_retry_runs_only_the_failed_step_and_the_later_ones() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(30_000);
+    let job = h.jobs.pop().expect("Offline at 30_000");
+    let mut steps = FailOnce {
+        fail: Step::Quota,
+        failed: false,
+        calls: Vec::new(),
+    };
+    let job = complete_client_offboarding(&mut steps, h.live.registry(), job).unwrap_err();
+    assert_eq!(job.steps_done(), [Step::Metadata, Step::Segments, Step::LocalDisk]);
+    assert!(!job.is_done(Step::Quota) && !job.is_done(Step::ExternalMetadata));
+    let done = complete_client_offboarding(&mut steps, h.live.registry(), job).unwrap();
+    assert_eq!((done.attempts, done.erased), (2, true));
+    let retry = &steps.calls[4..];
+    assert_eq!(retry, [Step::Quota, Step::ExternalMetadata]);
+}
+
+/// Telemetry receives a step as its trace-format name.
+#[test]
+fn a_step_label_is_its_name() {
+    let labels: Vec<&'static str> = Step::ALL.into_iter().map(Into::into).collect();
+    assert_eq!(
+        labels,
+        ["metadata", "segments", "local_disk", "quota", "external_metadata"]
+    );
+}
+
+/// The metadata step answers `More` `left` times, recording how many batches the job says ran.
+struct Batched {
+    left: u32,
+    seen: Vec<u32>,
+}
+
+impl OffboardingSteps for Batched {
+    fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if step != Step::Metadata {
+            return Ok(Progress::Done);
+        }
+        self.seen.push(job.step_batches());
+        if self.left == 0 {
+            return Ok(Progress::Done);
+        }
+        self.left -= 1;
+        Ok(Progress::More)
+    }
+}
+
+/// A step done in bounded batches sees how many of its batches already ran (a `Progress::More`
+/// answer counts one), so it can resume where it stands.
+#[test]
+fn a_batched_step_sees_its_batch_count() {
+    let mut h = Harness::new(config(A, S));
+    h.mount(1);
+    h.run_to(30_000);
+    let job = h.jobs.pop().expect("Offline at 30_000");
+    let mut steps = Batched {
+        left: 2,
+        seen: Vec::new(),
+    };
+    assert!(complete_client_offboarding(&mut steps, h.live.registry(), job).is_ok());
+    assert_eq!(steps.seen, [0, 1, 2]);
 }

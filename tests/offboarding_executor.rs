@@ -179,3 +179,117 @@ fn shutdown_hands_back_jobs_waiting_for_a_retry() {
     assert_eq!(left.len(), 3, "jobs waiting for a retry were dropped at shutdown");
     assert!(left.iter().all(|j| j.attempts() == 1 && j.last_error().is_some()));
 }
+
+/// With no worker running, submitted jobs stay queued: `queued()` counts them, the debug form
+/// shows them, and shutdown hands every one back.
+#[test]
+fn queued_counts_the_jobs_no_worker_took() {
+    let (live, jobs) = offline_jobs(3);
+    let cfg = ExecutorConfig {
+        workers: 0,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let exec = Executor::spawn(Arc::new(AlwaysFails), live, cfg, |_| panic!("no worker runs")).unwrap();
+    for job in jobs {
+        exec.submit(job).unwrap();
+    }
+    assert_eq!(exec.queued(), 3);
+    assert_eq!(format!("{exec:?}"), "Executor { workers: 0, queued: 3 }");
+    assert_eq!(exec.shutdown(Duration::ZERO).len(), 3);
+}
+
+/// Client 0's first step waits until `open`; every other step succeeds at once.
+struct Gate {
+    entered: AtomicUsize,
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl SharedSteps for Gate {
+    fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if job.client() == ClientId(0) && step == Step::Metadata {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            while !self.open.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(Progress::Done)
+    }
+}
+
+/// Shutdown first lets the workers drain the queue (up to its deadline) and only then stops
+/// them: while a job is still queued, the job a worker is running is not interrupted.
+#[test]
+fn shutdown_lets_the_workers_drain_before_stopping_them() {
+    let (live, mut jobs) = offline_jobs(2);
+    let second = jobs.pop().unwrap();
+    let first = jobs.pop().unwrap();
+    assert_eq!(first.client(), ClientId(0));
+    let gate = Arc::new(Gate {
+        entered: AtomicUsize::new(0),
+        open: std::sync::atomic::AtomicBool::new(false),
+    });
+    let cfg = ExecutorConfig {
+        workers: 1,
+        batch_size: 1,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = completed.clone();
+    let exec = Executor::spawn(gate.clone(), live, cfg, move |done| {
+        seen.lock().unwrap().push(done.client)
+    })
+    .unwrap();
+    exec.submit(first).unwrap();
+    let started = Instant::now();
+    while gate.entered.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the worker never took the job"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    exec.submit(second).unwrap(); // queued behind the running job
+    let shutdown = std::thread::spawn(move || exec.shutdown(Duration::from_secs(60)));
+    // Give a shutdown that does not wait for the drain the time to stop the worker.
+    std::thread::sleep(Duration::from_millis(100));
+    gate.open.store(true, Ordering::SeqCst);
+    let left = shutdown.join().unwrap();
+    assert!(
+        completed.lock().unwrap().contains(&ClientId(0)),
+        "the running job was interrupted while a job was still queued (returned: {})",
+        left.len()
+    );
+}
+
+/// The rate limit takes a token for a job's *first* attempt: with a burst of one and a clock
+/// that never refills the bucket, one job starts and the other two wait (parked, attempt 0).
+#[test]
+fn only_first_attempts_take_a_rate_limit_token() {
+    let (live, jobs) = offline_jobs(3);
+    let cfg = ExecutorConfig {
+        rate_per_sec: 1.0,
+        burst: 1,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let completed = Arc::new(AtomicUsize::new(0));
+    let counter = completed.clone();
+    let exec = Executor::spawn(Arc::new(Slow(AtomicUsize::new(0))), live, cfg, move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    for job in jobs {
+        exec.submit(job).unwrap();
+    }
+    let started = Instant::now();
+    while exec.retrying() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "jobs were not held by the rate limit"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let left = exec.shutdown(Duration::ZERO);
+    assert_eq!(completed.load(Ordering::SeqCst), 1);
+    assert_eq!(left.len(), 2);
+    assert!(left.iter().all(|j| j.attempts() == 0), "held jobs never started");
+}

@@ -93,7 +93,8 @@ fn closed_hands_back() {
     let (producer, consumer) = channel::<u8>(8);
     drop(consumer);
     assert!(producer.is_closed());
-    assert!(producer.push(1).unwrap_err().is_closed());
+    let refused = producer.push(1).unwrap_err();
+    assert!(refused.is_closed() && !refused.is_full(), "{refused:?}");
 }
 
 #[test]

@@ -300,6 +300,44 @@ mod tests {
         assert_eq!(ClientOffboardingJob::backoff_ms(0, 200, 5_000), 200);
     }
 
+    /// The one job of client 1, committed Offline by the monitor at 2_000.
+    fn offline_job() -> ClientOffboardingJob {
+        use crate::{ClientId, Clock, Liveness, LivenessConfig, ManualClock, Monitor};
+        let clock = std::sync::Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms: 1_000,
+            stall_brake: false,
+            ..LivenessConfig::default()
+        };
+        let live = Liveness::new(clock.clone() as std::sync::Arc<dyn Clock>, config);
+        let _ = live.mount(ClientId(1), None, |_| Ok::<(), ()>(()));
+        let mut monitor = Monitor::new(&live);
+        clock.set_ms(1_000);
+        monitor.tick(&live); // Suspected
+        clock.set_ms(2_000);
+        monitor.tick(&live).jobs.pop().expect("Offline at 2_000")
+    }
+
+    /// Restore keeps exactly the steps the snapshot's claims support: `reset_progress` replaces
+    /// the progress (it does not add to it), and leaves the attempt count alone.
+    #[test]
+    fn reset_progress_keeps_exactly_the_given_steps() {
+        let mut job = offline_job();
+        job.restore_progress(&[Step::Metadata, Step::Segments, Step::Quota], 2);
+        assert_eq!(job.steps_done(), [Step::Metadata, Step::Segments, Step::Quota]);
+        job.reset_progress(&[Step::Metadata, Step::LocalDisk]);
+        assert_eq!(job.steps_done(), [Step::Metadata, Step::LocalDisk]);
+        assert_eq!(job.attempts(), 2);
+    }
+
+    /// The job carries the base-clock time of its Offline commit (the completion latency
+    /// telemetry and the snapshot count from it).
+    #[test]
+    fn a_job_knows_when_it_was_committed() {
+        assert_eq!(offline_job().committed_at_ms(), 2_000);
+    }
+
     #[test]
     fn step_names_round_trip() {
         for s in Step::ALL {

@@ -554,6 +554,14 @@ fn debug_handle<T>(name: &str, shared: &Shared<T>, f: &mut fmt::Formatter<'_>) -
 mod tests {
     use super::*;
 
+    /// A drain is complete only when no job accepted before the close is still pending (a
+    /// public test cannot hold a producer between its reservation and its push).
+    #[test]
+    fn a_drain_with_pending_jobs_is_incomplete() {
+        assert!(Drain { drained: 2, pending: 0 }.is_complete());
+        assert!(!Drain { drained: 2, pending: 1 }.is_complete());
+    }
+
     #[test]
     fn state_word_layout() {
         // (state, count, closed)
