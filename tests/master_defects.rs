@@ -572,3 +572,35 @@ fn an_active_window_keeps_its_ttl_across_a_shortening_reload() {
     m.at(11_100);
     assert_eq!(m.m.stats().suspected, 1, "Suspected by 11.1 s (one tick after 11 s)");
 }
+
+/// The same late commit through a reload that shortens the active TTL and a second reload that
+/// lengthens it again before the next tick (found by `tests/fuzz_smoke.rs`'s random bytes, issue
+/// 17 §3): the monitor compared only the configurations of consecutive ticks, saw no
+/// shortening, and left the Suspected entry asleep at commit + the long TTL, while the recovery
+/// between the reloads started a window under the short TTL (invariant 4). Fixed: the
+/// configuration handle remembers the shortest active TTL published since the monitor last
+/// looked, and the monitor pulls its entries in to that.
+#[test]
+fn a_recovery_under_a_briefly_shorter_active_ttl_is_suspected_on_time() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(10_000);
+    assert_eq!(m.m.stats().suspected, 1, "Suspected at its 10 s deadline");
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config()
+    };
+    // Between two ticks: shorter, a recovery under it, back to the long TTL.
+    m.at(11_000);
+    m.m.liveness().config().reload(shorter).unwrap();
+    m.m.ping("c1");
+    assert_eq!(m.m.stats().suspected, 0, "recovered at 11 s");
+    m.m.liveness().config().reload(config()).unwrap();
+    m.at(13_100);
+    assert_eq!(
+        m.m.stats().suspected,
+        1,
+        "Suspected by 13.1 s (before the fix: still Active, the monitor woke at 20 s)"
+    );
+}

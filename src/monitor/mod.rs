@@ -180,8 +180,9 @@ impl Monitor {
             let deadline = rec.word().deadline_ms();
             self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
         }
+        let lowest = liveness.config().take_lowest_active_ttl_ms();
         let ttls = liveness.ttls();
-        self.follow_ttl_reload(ttls, now_l);
+        self.follow_ttl_reload(ttls, lowest, now_l);
         let hold = self.update_brake(liveness, now_l, base_now, ttls, &mut report);
         let now = Now {
             l: now_l,
@@ -207,9 +208,15 @@ impl Monitor {
     /// entries can be late; pulling every entry in to that tick once is simpler than finding
     /// them and only makes some fire early (O(entries), once per such reload). Found by the
     /// differential fuzz target (`finding_ttl_shrink_delays_suspicion_after_recovery`).
-    fn follow_ttl_reload(&mut self, ttls: Ttls, now_l: u64) {
-        if ttls.active_ms < self.armed_active_ms {
-            let limit = self.last_tick_l_ms.saturating_add(ttls.active_ms);
+    ///
+    /// `lowest` is the shortest active TTL published since the last tick: a reload that
+    /// shortens the TTL and another that lengthens it again before this tick leave `ttls`
+    /// unchanged, yet a recovery between them started a short window (found by the fuzzer
+    /// again, `finding_brief_ttl_shrink_delays_suspicion_after_recovery`).
+    fn follow_ttl_reload(&mut self, ttls: Ttls, lowest: u64, now_l: u64) {
+        let shortest = ttls.active_ms.min(lowest);
+        if shortest < self.armed_active_ms {
+            let limit = self.last_tick_l_ms.saturating_add(shortest);
             self.wheel.pull_in(Tick::of_ms(limit, self.tick_ms));
         }
         self.armed_active_ms = ttls.active_ms;
