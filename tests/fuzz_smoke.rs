@@ -43,7 +43,8 @@ proptest! {
 
 /// The committed `differential` seeds reach both offboarding modes and, in async mode, a
 /// completion on the executor, a retry, a failover while the executor held a job and the
-/// shutdown hand-back.
+/// shutdown hand-back; in both modes, a window armed on wheel level ≥ 2 expiring and a job
+/// whose `metadata` step took several batches.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -58,4 +59,8 @@ fn differential_seeds_reach_both_modes() {
         total.failovers_with_executor_jobs > 0 && total.handed_back > 0,
         "{total}"
     );
+    for mode in 0..2 {
+        assert!(total.level2_expiries[mode] > 0, "{total}");
+        assert!(total.multi_batch_jobs[mode] > 0, "{total}");
+    }
 }

@@ -37,6 +37,9 @@ enum RawOp {
     PingWithToken { client: u8, token: u8 },
     SetQuota { limit: u8 },
     ReloadTtls { active: u8, suspicion: u8 },
+    BatchKeys(u8),
+    ReloadTtlsLong { active: u8, suspicion: u8 },
+    AdvanceFar(u8),
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -96,6 +99,10 @@ pub(super) enum Cmd {
     /// Async: the executor shuts down and hands every job it holds back to the master (sync:
     /// nothing to hand back).
     HandBack,
+    /// Keys (and tasks) per call of the `metadata` offboarding step
+    /// (`Master::set_offboarding_batch_keys`): 1..=3, so an incarnation of a few keys needs
+    /// several batches (`Progress::More`).
+    BatchKeys(usize),
 }
 
 /// An incarnation token: 1..=3 (an input offboards a client at most a few times).
@@ -111,7 +118,11 @@ fn segment_size(s: usize, variant: u8) -> u64 {
     }
 }
 
-fn cmd_of(op: RawOp) -> Cmd {
+/// Ticks ahead beyond which a deadline is always filed on wheel level 2 or higher: level 1
+/// holds the current and the next block of 64 × 64 ticks (`monitor::wheel::level_for`).
+pub(super) const LEVEL_2_TICKS: u64 = 2 << (2 * crate::monitor::wheel::LEVEL_BITS);
+
+fn cmd_of(op: RawOp, tick: u64) -> Cmd {
     let c = |b: u8| usize::from(b) % CLIENTS;
     let s = |b: u8| usize::from(b) % SEGMENTS;
     let k = |b: u8| usize::from(b) % KEYS;
@@ -186,6 +197,15 @@ fn cmd_of(op: RawOp) -> Cmd {
         RawOp::ReloadTtls { active, suspicion } => {
             Cmd::ReloadTtls(200 + u64::from(active) * 11, 200 + u64::from(suspicion) * 11)
         }
+        // TTLs of 8,192..=8,447 ticks: every window they start is armed on wheel level 2 (or
+        // higher) and cascades down before it fires.
+        RawOp::ReloadTtlsLong { active, suspicion } => Cmd::ReloadTtls(
+            tick * (LEVEL_2_TICKS + u64::from(active)),
+            tick * (LEVEL_2_TICKS + u64::from(suspicion)),
+        ),
+        // Up to 16,320 ticks in one step (every tick still runs).
+        RawOp::AdvanceFar(b) => Cmd::Advance(u64::from(b) * 64 * tick),
+        RawOp::BatchKeys(b) => Cmd::BatchKeys(usize::from(b % 3) + 1),
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),
@@ -239,7 +259,7 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
     // `arbitrary` keeps producing defaults from exhausted input: stop when the bytes run out.
     while !u.is_empty() && cmds.len() < MAX_OPS {
         let Ok(op) = RawOp::arbitrary(&mut u) else { break };
-        let cmd = cmd_of(op);
+        let cmd = cmd_of(op, tick);
         // A failover builds two more masters (this run and the determinism run): keep a few.
         if matches!(cmd, Cmd::Failover) && cmds.iter().filter(|c| matches!(c, Cmd::Failover)).count() >= MAX_FAILOVERS {
             continue;
