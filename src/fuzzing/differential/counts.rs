@@ -54,6 +54,9 @@ pub struct Counts {
     /// Completed jobs of incarnations that held more keys than one `metadata` batch (the step
     /// answered `Progress::More`), per mode.
     pub multi_batch_jobs: [u64; 2],
+    /// Mass-suspicion brake engagements and releases, per mode.
+    pub brake_engaged: [u64; 2],
+    pub brake_released: [u64; 2],
     mode: usize,
 }
 
@@ -102,6 +105,8 @@ impl Counts {
                 MasterEvent::Transition(_) => self.transitions[self.mode] += 1,
                 MasterEvent::OffboardingRetry { .. } => self.retries[self.mode] += 1,
                 MasterEvent::Offboarded { .. } => self.offboarded[self.mode] += 1,
+                MasterEvent::MassSuspicionBrake { engaged: true, .. } => self.brake_engaged[self.mode] += 1,
+                MasterEvent::MassSuspicionBrake { engaged: false, .. } => self.brake_released[self.mode] += 1,
                 _ => {}
             }
         }
@@ -125,6 +130,8 @@ impl Counts {
             self.failovers_mid_job[m] += other.failovers_mid_job[m];
             self.level2_expiries[m] += other.level2_expiries[m];
             self.multi_batch_jobs[m] += other.multi_batch_jobs[m];
+            self.brake_engaged[m] += other.brake_engaged[m];
+            self.brake_released[m] += other.brake_released[m];
         }
 
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
@@ -157,6 +164,11 @@ impl fmt::Display for Counts {
             f,
             "| jobs whose `metadata` step took several batches | {} | {} |",
             self.multi_batch_jobs[0], self.multi_batch_jobs[1]
+        )?;
+        writeln!(
+            f,
+            "| mass-suspicion brake engaged / released | {} / {} | {} / {} |",
+            self.brake_engaged[0], self.brake_released[0], self.brake_engaged[1], self.brake_released[1]
         )?;
         writeln!(
             f,

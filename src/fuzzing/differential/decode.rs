@@ -1,4 +1,5 @@
-//! Decoding an input: a small configuration, a setup byte (bit 0: asynchronous offboarding),
+//! Decoding an input: a small configuration, a setup byte (bit 0: asynchronous offboarding;
+//! bits 1–4: a start rate limit; bits 5–6: the mass-suspicion brake),
 //! then operations (`RawOp`, as `arbitrary` reads them) turned into commands with names and
 //! sizes fixed (`Cmd`, independent of any state).
 //!
@@ -243,7 +244,12 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
         monitor_tick_ms: tick,
         stall_bound_ms: active / 2,
         stall_brake: false,
-        mass_suspicion_brake: false,
+        // Bit 5: the mass-suspicion brake, bit 6 picks its thresholds (whole quarters, so the
+        // model compares exactly): at least 2 Suspected and more than half, or at least 1 and
+        // more than a quarter, of the 4 clients' live incarnations.
+        mass_suspicion_brake: setup & 0x20 != 0,
+        mass_suspicion_min_clients: if setup & 0x40 != 0 { 2 } else { 1 },
+        mass_suspicion_fraction: if setup & 0x40 != 0 { 0.5 } else { 0.25 },
         offboarding_retry_backoff_ms: backoff,
         offboarding_retry_max_backoff_ms: max_backoff,
         offboarding_rate_per_sec: rate,
