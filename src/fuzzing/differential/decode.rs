@@ -198,12 +198,18 @@ fn cmd_of(op: RawOp, tick: u64) -> Cmd {
         RawOp::ReloadTtls { active, suspicion } => {
             Cmd::ReloadTtls(200 + u64::from(active) * 11, 200 + u64::from(suspicion) * 11)
         }
-        // TTLs of 8,192..=8,447 ticks: every window they start is armed on wheel level 2 (or
-        // higher) and cascades down before it fires.
-        RawOp::ReloadTtlsLong { active, suspicion } => Cmd::ReloadTtls(
-            tick * (LEVEL_2_TICKS + u64::from(active)),
-            tick * (LEVEL_2_TICKS + u64::from(suspicion)),
-        ),
+        // One TTL of 8,192..=8,447 ticks (every window it starts is armed on wheel level 2 or
+        // higher and cascades down before it fires), the other short as `reload_ttls` makes
+        // it: one long window costs ~8,200 checked ticks, two would cost twice that.
+        RawOp::ReloadTtlsLong { active, suspicion } => {
+            let long = |b: u8| tick * (LEVEL_2_TICKS + u64::from(b));
+            let short = |b: u8| 200 + u64::from(b) * 11;
+            if suspicion & 0x80 == 0 {
+                Cmd::ReloadTtls(long(active), short(suspicion & 0x7f))
+            } else {
+                Cmd::ReloadTtls(short(active), long(suspicion & 0x7f))
+            }
+        }
         // Up to 16,320 ticks in one step (every tick still runs).
         RawOp::AdvanceFar(b) => Cmd::Advance(u64::from(b) * 64 * tick),
         RawOp::BatchKeys(b) => Cmd::BatchKeys(usize::from(b % 3) + 1),

@@ -70,7 +70,7 @@ const MAX_OPS: usize = 96;
 /// Virtual time per input, at most (ms).
 const MAX_TIME_MS: u64 = 30_000;
 /// Ticks per input, at most, once long TTLs are in force (see [`time_limit`]).
-const MAX_LONG_TICKS: u64 = 25_000;
+const MAX_LONG_TICKS: u64 = 12_000;
 /// Failovers per input, at most.
 const MAX_FAILOVERS: usize = 2;
 
