@@ -13,7 +13,8 @@
 //!   validated (distinct segments, each Allocatable in the model — owner Active, room — and as
 //!   many as the model says), a Get's replicas equal the model's exactly;
 //! - every event equals the model's: transitions with their times (a tick's transitions as a set,
-//!   their order within the tick is the monitor's), `offboarding_retry` with step and attempt,
+//!   their order within the tick is the monitor's), the mass-suspicion brake's engage/release
+//!   (before the tick's transitions), `offboarding_retry` with step and attempt,
 //!   `offboarded` with attempts; jobs due at one tick may run in any order (the model replays the
 //!   observed order after checking it is exactly the set of due jobs, retries before fresh jobs);
 //! - 1 (only Active→Suspected, Suspected→Active, Suspected→Offline, from the state the model
