@@ -5,9 +5,8 @@
 //! - **What is shared.** Three stores: the published [`LivenessConfig`] in an `ArcCell`
 //!   (arc-swap under std, wait-free readers), and a cache of its two TTLs in two plain atomics,
 //!   because the signal path reads them on every Ping (two `Relaxed` loads instead of an
-//!   arc-swap load: 15 ns of a ~45 ns Ping, measured). A fourth, `lowest_ttl_ms`, is the
-//!   monitor's: the shortest TTL (active or suspicion) published since the monitor last took
-//!   it, so a reload that shortens a TTL and one that lengthens it again between two ticks is
+//!   arc-swap load: 15 ns of a ~45 ns Ping, measured). Two more, `lowest_*_ttl_ms`, are the
+//!   monitor's: the shortest TTLs published since the monitor last took them, so a reload that shortens a TTL and one that lengthens it again between two ticks is
 //!   not missed (a recovery between them starts a short window; see
 //!   `Monitor::follow_ttl_reload`).
 //! - **Who writes.** Only [`ConfigHandle::reload`], and only while holding `reload_lock`, a
@@ -21,7 +20,7 @@
 //!   a new active TTL with an old suspicion TTL for that one decision; each is a valid TTL, so
 //!   no deadline is wrong. Once reloads are quiescent, `ttls_ms` equals the TTLs of `load`.
 //! - **Orderings.** The TTL atomics are `Relaxed`: each is a self-contained number and nothing
-//!   else is published through it. `lowest_ttl_ms` is only read-modify-written
+//!   else is published through it. `lowest_*_ttl_ms` are only read-modify-written
 //!   (`fetch_min` by a reload, before its stores; `swap` by the monitor's tick, before it reads
 //!   the TTLs): RMWs on one atomic read the latest value in its modification order, so no
 //!   reload's TTL is lost between two swaps; it is seen by the first swap that follows its
@@ -60,10 +59,11 @@ pub struct ConfigHandle {
     active_ttl_ms: AtomicU64,
     /// Cache of `cell`'s suspicion TTL. Written by `reload` under `reload_lock`; read by Ping.
     suspicion_ttl_ms: AtomicU64,
-    /// The shortest TTL (active or suspicion) published since the monitor last took it
+    /// The shortest active and suspicion TTLs published since the monitor last took them
     /// (`u64::MAX`: none). `fetch_min` by `reload` (under `reload_lock`); `swap` by the
     /// monitor's tick.
-    lowest_ttl_ms: AtomicU64,
+    lowest_active_ttl_ms: AtomicU64,
+    lowest_suspicion_ttl_ms: AtomicU64,
     /// Serializes reloads (single writer of the three stores above); readers never take it.
     reload_lock: Mutex<()>,
 }
@@ -97,18 +97,22 @@ impl ConfigHandle {
             active_ttl_ms: AtomicU64::new(config.active_ttl_ms),
             suspicion_ttl_ms: AtomicU64::new(config.suspicion_ttl_ms),
             cell: ArcCell::new(CellArc::new(config)),
-            lowest_ttl_ms: AtomicU64::new(u64::MAX),
+            lowest_active_ttl_ms: AtomicU64::new(u64::MAX),
+            lowest_suspicion_ttl_ms: AtomicU64::new(u64::MAX),
             reload_lock: Mutex::new(()),
         }
     }
 
-    /// The shortest TTL (active or suspicion) any reload published since the last call
+    /// The shortest (active, suspicion) TTLs any reload published since the last call
     /// (`u64::MAX`: no reload since). The monitor calls it once per tick: a window started
     /// between two ticks may use any TTL published in between, not only the one in force at
     /// either tick.
-    pub(crate) fn take_lowest_ttl_ms(&self) -> u64 {
+    pub(crate) fn take_lowest_ttls_ms(&self) -> (u64, u64) {
         // Relaxed: an RMW reads the latest value in the modification order (ground rules).
-        self.lowest_ttl_ms.swap(u64::MAX, Ordering::Relaxed)
+        (
+            self.lowest_active_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
+            self.lowest_suspicion_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
+        )
     }
 
     /// The active and suspicion TTLs, ms: two loads (see the ground rules).
@@ -145,8 +149,10 @@ impl ConfigHandle {
         let _writer = self.reload_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Before the TTL is visible to signals: the monitor learns of it no later than a
         // window computed with it could be armed.
-        let shorter = config.active_ttl_ms.min(config.suspicion_ttl_ms);
-        self.lowest_ttl_ms.fetch_min(shorter, Ordering::Relaxed);
+        self.lowest_active_ttl_ms
+            .fetch_min(config.active_ttl_ms, Ordering::Relaxed);
+        self.lowest_suspicion_ttl_ms
+            .fetch_min(config.suspicion_ttl_ms, Ordering::Relaxed);
         self.active_ttl_ms.store(config.active_ttl_ms, Ordering::Relaxed);
         self.suspicion_ttl_ms.store(config.suspicion_ttl_ms, Ordering::Relaxed);
         self.cell.store(CellArc::new(config));

@@ -115,10 +115,8 @@ pub struct Monitor {
     last_tick_base_ms: u64,
     /// Liveness-clock time of the last tick (a signal after it is at least this late).
     last_tick_l_ms: u64,
-    /// The shorter of the two TTLs the wheel's entries were armed under: no entry sleeps longer
-    /// than that past a window that a signal, a commit or a brake release could start (see
-    /// [`Monitor::follow_ttl_reload`]).
-    armed_ttl_ms: u64,
+    /// The TTLs the wheel's entries were armed under (see [`Monitor::follow_ttl_reload`]).
+    armed: Ttls,
     due: Vec<Arc<ClientLivenessRecord>>,
     brake: brake::MassSuspicionBrake,
     stats: MonitorStats,
@@ -148,7 +146,7 @@ impl Monitor {
             tick_ms,
             last_tick_base_ms: liveness.clock().base().now_ms(),
             last_tick_l_ms: now_l,
-            armed_ttl_ms: shorter_ttl(liveness.ttls()),
+            armed: liveness.ttls(),
             due: Vec::new(),
             brake: brake::MassSuspicionBrake::default(),
             stats: MonitorStats::default(),
@@ -182,7 +180,7 @@ impl Monitor {
             let deadline = rec.word().deadline_ms();
             self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
         }
-        let lowest = liveness.config().take_lowest_ttl_ms();
+        let lowest = liveness.config().take_lowest_ttls_ms();
         let ttls = liveness.ttls();
         self.follow_ttl_reload(ttls, lowest, now_l);
         let hold = self.update_brake(liveness, now_l, base_now, ttls, &mut report);
@@ -213,17 +211,22 @@ impl Monitor {
     /// early (O(entries), once per such reload). Found by the differential fuzz target
     /// (`finding_ttl_shrink_delays_suspicion_after_recovery`).
     ///
-    /// `lowest` is the shortest TTL published since the last tick: a reload that shortens a
+    /// `lowest` holds the shortest TTLs published since the last tick: a reload that shortens a
     /// TTL and another that lengthens it again before this tick leave `ttls` unchanged, yet a
     /// recovery between them started a short window (found by the fuzzer again,
     /// `finding_brief_ttl_shrink_delays_suspicion_after_recovery`).
-    fn follow_ttl_reload(&mut self, ttls: Ttls, lowest: u64, now_l: u64) {
-        let shortest = shorter_ttl(ttls).min(lowest);
-        if shortest < self.armed_ttl_ms {
-            let limit = self.last_tick_l_ms.saturating_add(shortest);
+    ///
+    /// A Suspected entry sleeps up to one armed active TTL, a held one up to the shorter armed
+    /// TTL: a new recovery window shorter than the first, or a renewal shorter than the second,
+    /// could end before the entry wakes.
+    fn follow_ttl_reload(&mut self, ttls: Ttls, lowest: (u64, u64), now_l: u64) {
+        let active = ttls.active_ms.min(lowest.0);
+        let suspicion = ttls.suspicion_ms.min(lowest.1);
+        if active < self.armed.active_ms || suspicion < shorter_ttl(self.armed) {
+            let limit = self.last_tick_l_ms.saturating_add(active.min(suspicion));
             self.wheel.pull_in(Tick::of_ms(limit, self.tick_ms));
         }
-        self.armed_ttl_ms = shorter_ttl(ttls);
+        self.armed = ttls;
         self.last_tick_l_ms = now_l;
     }
 
