@@ -650,3 +650,36 @@ fn a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_re
         "Offline by 35.2 s, one tick after the renewed window (before the fix: at 62 s)"
     );
 }
+
+/// The reload pull-in must follow each TTL: an active TTL shrinking (100 s → 2 s) while the
+/// shorter TTL grows (1 s → 2 s) left a Suspected entry asleep one long active TTL out past a
+/// recovery's 2 s window (found by the libFuzzer campaign of issue 17 §3, a regression of the
+/// brake fix; invariant 4).
+#[test]
+fn an_active_ttl_shrink_is_followed_even_when_the_shorter_ttl_grows() {
+    let mut m = M::new();
+    let ttls = |active_ttl_ms, suspicion_ttl_ms| LivenessConfig {
+        active_ttl_ms,
+        suspicion_ttl_ms,
+        stall_bound_ms: active_ttl_ms / 2,
+        ..config()
+    };
+    m.m.liveness().config().reload(ttls(10_000, 100_000)).unwrap();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(10_000);
+    assert_eq!(
+        m.state("c1"),
+        Some(LivenessState::Suspected),
+        "Suspected at 10 s, window to 110 s"
+    );
+    m.m.liveness().config().reload(ttls(100_000, 1_000)).unwrap();
+    m.at(20_000); // the entry re-arms at min(110 s, 20 s + 100 s)
+    m.m.liveness().config().reload(ttls(2_000, 3_000)).unwrap();
+    m.m.ping("c1"); // recovered: Active until 22 s
+    m.at(22_100);
+    assert_eq!(
+        m.state("c1"),
+        Some(LivenessState::Suspected),
+        "Suspected by 22.1 s (before the fix: the entry slept until 110 s)"
+    );
+}
