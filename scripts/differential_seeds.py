@@ -22,8 +22,9 @@ V2 = V1 + [("hand_back", 0)]
 V3 = V2 + [("mount_with_token", 3), ("ping_with_token", 2)]
 V4 = V3 + [("set_quota", 1)]
 V5 = V4 + [("reload_ttls", 2)]
-VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5}
-CURRENT = 5
+V6 = V5 + [("batch_keys", 1), ("reload_ttls_long", 2), ("advance_far", 1)]
+VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6}
+CURRENT = 6
 CONFIG_BYTES = 8
 
 

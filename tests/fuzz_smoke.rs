@@ -43,7 +43,9 @@ proptest! {
 
 /// The committed `differential` seeds reach both offboarding modes and, in async mode, a
 /// completion on the executor, a retry, a failover while the executor held a job and the
-/// shutdown hand-back.
+/// shutdown hand-back; in both modes, a window armed on wheel level ≥ 2 expiring, a job
+/// whose `metadata` step took several batches and the mass-suspicion brake engaging and
+/// releasing.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -58,4 +60,12 @@ fn differential_seeds_reach_both_modes() {
         total.failovers_with_executor_jobs > 0 && total.handed_back > 0,
         "{total}"
     );
+    for mode in 0..2 {
+        assert!(total.level2_expiries[mode] > 0, "{total}");
+        assert!(total.multi_batch_jobs[mode] > 0, "{total}");
+        assert!(
+            total.brake_engaged[mode] > 0 && total.brake_released[mode] > 0,
+            "{total}"
+        );
+    }
 }

@@ -8,7 +8,7 @@ use mooncake_liveness::config::OffboardingMode;
 use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, SegmentSpec};
 use mooncake_liveness::offboarding::Step;
 use mooncake_liveness::snapshot::{Snapshot, SnapshotError};
-use mooncake_liveness::{Clock, Incarnation, LivenessConfig, ManualClock, PingStatus};
+use mooncake_liveness::{Clock, Incarnation, LivenessConfig, LivenessState, ManualClock, PingStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -571,4 +571,115 @@ fn an_active_window_keeps_its_ttl_across_a_shortening_reload() {
     assert_eq!(m.m.stats().suspected, 0, "its window runs to 11 s");
     m.at(11_100);
     assert_eq!(m.m.stats().suspected, 1, "Suspected by 11.1 s (one tick after 11 s)");
+}
+
+/// The same late commit through a reload that shortens the active TTL and a second reload that
+/// lengthens it again before the next tick (found by `tests/fuzz_smoke.rs`'s random bytes, issue
+/// 17 §3): the monitor compared only the configurations of consecutive ticks, saw no
+/// shortening, and left the Suspected entry asleep at commit + the long TTL, while the recovery
+/// between the reloads started a window under the short TTL (invariant 4). Fixed: the
+/// configuration handle remembers the shortest active TTL published since the monitor last
+/// looked, and the monitor pulls its entries in to that.
+#[test]
+fn a_recovery_under_a_briefly_shorter_active_ttl_is_suspected_on_time() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(10_000);
+    assert_eq!(m.m.stats().suspected, 1, "Suspected at its 10 s deadline");
+    let shorter = LivenessConfig {
+        active_ttl_ms: 2_000,
+        stall_bound_ms: 1_000,
+        ..config()
+    };
+    // Between two ticks: shorter, a recovery under it, back to the long TTL.
+    m.at(11_000);
+    m.m.liveness().config().reload(shorter).unwrap();
+    m.m.ping("c1");
+    assert_eq!(m.m.stats().suspected, 0, "recovered at 11 s");
+    m.m.liveness().config().reload(config()).unwrap();
+    m.at(13_100);
+    assert_eq!(
+        m.m.stats().suspected,
+        1,
+        "Suspected by 13.1 s (before the fix: still Active, the monitor woke at 20 s)"
+    );
+}
+
+/// The mass-suspicion brake's release gives each paused incarnation a fresh suspicion window
+/// (decisions.md, "Mass offboarding"), and invariant 4 holds again once the brake is released:
+/// Offline no later than one tick after that window ends. The monitor parked a paused entry one
+/// active TTL out, so with an active TTL longer than the suspicion TTL the renewed window ended
+/// long before anyone looked (found by the differential fuzzer once its inputs could enable
+/// the brake, issue 17 §3). Fixed: a paused entry wakes within the shorter of the two TTLs.
+#[test]
+fn a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_release() {
+    let mut m = M::new();
+    let braked = LivenessConfig {
+        active_ttl_ms: 30_000,
+        suspicion_ttl_ms: 2_000,
+        stall_bound_ms: 15_000,
+        mass_suspicion_brake: true,
+        mass_suspicion_min_clients: 2,
+        mass_suspicion_fraction: 0.5,
+        ..config()
+    };
+    m.m.liveness().config().reload(braked).unwrap();
+    for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3"), ("c4", "s4")] {
+        m.at(0).mount(c, s, 1 << 20).unwrap();
+    }
+    m.at(20_000).ping("c4");
+    // 30 s: c1..c3 Suspected; 30.1 s: 3 of 4 > half, the brake engages; 32 s: their Offline
+    // commits are paused. 33 s: c1 recovers, 2 of 4 is not more than half: released at 33.1 s,
+    // c2 and c3 get the window [33.1 s, 35.1 s).
+    m.at(33_000).ping("c1");
+    m.at(33_100);
+    assert_eq!(m.m.monitor().stats().brake_engagements, 1, "engaged once");
+    assert_eq!(m.state("c2"), Some(LivenessState::Suspected), "renewed at 33.1 s");
+    m.at(35_200);
+    let offline: Vec<String> =
+        m.m.take_events()
+            .iter()
+            .filter_map(|e| match e {
+                MasterEvent::Transition(t) if t.to == LivenessState::Offline => Some(m.m.client_name(t.client)),
+                _ => None,
+            })
+            .collect();
+    assert_eq!(
+        offline,
+        ["c2", "c3"],
+        "Offline by 35.2 s, one tick after the renewed window (before the fix: at 62 s)"
+    );
+}
+
+/// The reload pull-in must follow each TTL: an active TTL shrinking (100 s → 2 s) while the
+/// shorter TTL grows (1 s → 2 s) left a Suspected entry asleep one long active TTL out past a
+/// recovery's 2 s window (found by the libFuzzer campaign of issue 17 §3, a regression of the
+/// brake fix; invariant 4).
+#[test]
+fn an_active_ttl_shrink_is_followed_even_when_the_shorter_ttl_grows() {
+    let mut m = M::new();
+    let ttls = |active_ttl_ms, suspicion_ttl_ms| LivenessConfig {
+        active_ttl_ms,
+        suspicion_ttl_ms,
+        stall_bound_ms: active_ttl_ms / 2,
+        ..config()
+    };
+    m.m.liveness().config().reload(ttls(10_000, 100_000)).unwrap();
+    m.at(0).mount("c1", "s1", 1 << 20).unwrap();
+    m.at(10_000);
+    assert_eq!(
+        m.state("c1"),
+        Some(LivenessState::Suspected),
+        "Suspected at 10 s, window to 110 s"
+    );
+    m.m.liveness().config().reload(ttls(100_000, 1_000)).unwrap();
+    m.at(20_000); // the entry re-arms at min(110 s, 20 s + 100 s)
+    m.m.liveness().config().reload(ttls(2_000, 3_000)).unwrap();
+    m.m.ping("c1"); // recovered: Active until 22 s
+    m.at(22_100);
+    assert_eq!(
+        m.state("c1"),
+        Some(LivenessState::Suspected),
+        "Suspected by 22.1 s (before the fix: the entry slept until 110 s)"
+    );
 }

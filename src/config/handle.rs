@@ -5,7 +5,10 @@
 //! - **What is shared.** Three stores: the published [`LivenessConfig`] in an `ArcCell`
 //!   (arc-swap under std, wait-free readers), and a cache of its two TTLs in two plain atomics,
 //!   because the signal path reads them on every Ping (two `Relaxed` loads instead of an
-//!   arc-swap load: 15 ns of a ~45 ns Ping, measured).
+//!   arc-swap load: 15 ns of a ~45 ns Ping, measured). Two more, `lowest_*_ttl_ms`, are the
+//!   monitor's: the shortest TTLs published since the monitor last took them, so a reload that shortens a TTL and one that lengthens it again between two ticks is
+//!   not missed (a recovery between them starts a short window; see
+//!   `Monitor::follow_ttl_reload`).
 //! - **Who writes.** Only [`ConfigHandle::reload`], and only while holding `reload_lock`, a
 //!   `Mutex<()>` around the three stores: reloads are serialized, so the last reload to take
 //!   the lock writes all three last. Without it two racing reloads could interleave their
@@ -17,7 +20,13 @@
 //!   a new active TTL with an old suspicion TTL for that one decision; each is a valid TTL, so
 //!   no deadline is wrong. Once reloads are quiescent, `ttls_ms` equals the TTLs of `load`.
 //! - **Orderings.** The TTL atomics are `Relaxed`: each is a self-contained number and nothing
-//!   else is published through it. The cell's store/load are arc-swap's (a complete value).
+//!   else is published through it. `lowest_*_ttl_ms` are only read-modify-written
+//!   (`fetch_min` by a reload, before its stores; `swap` by the monitor's tick, before it reads
+//!   the TTLs): RMWs on one atomic read the latest value in its modification order, so no
+//!   reload's TTL is lost between two swaps; it is seen by the first swap that follows its
+//!   `fetch_min` in that order. A tick racing with a reload may see it one tick later, as it
+//!   may see the TTL atomics one tick later (the pull-in limit is then the later tick's
+//!   `last tick + TTL`). The cell's store/load are arc-swap's (a complete value).
 //!   The mutex orders reloads with each other only; readers never take it.
 //! - **What may block what.** A reload may wait for another reload (validation runs before
 //!   the lock, so the wait is three stores long). Nothing else ever waits: readers, and so
@@ -50,6 +59,11 @@ pub struct ConfigHandle {
     active_ttl_ms: AtomicU64,
     /// Cache of `cell`'s suspicion TTL. Written by `reload` under `reload_lock`; read by Ping.
     suspicion_ttl_ms: AtomicU64,
+    /// The shortest active and suspicion TTLs published since the monitor last took them
+    /// (`u64::MAX`: none). `fetch_min` by `reload` (under `reload_lock`); `swap` by the
+    /// monitor's tick.
+    lowest_active_ttl_ms: AtomicU64,
+    lowest_suspicion_ttl_ms: AtomicU64,
     /// Serializes reloads (single writer of the three stores above); readers never take it.
     reload_lock: Mutex<()>,
 }
@@ -83,8 +97,22 @@ impl ConfigHandle {
             active_ttl_ms: AtomicU64::new(config.active_ttl_ms),
             suspicion_ttl_ms: AtomicU64::new(config.suspicion_ttl_ms),
             cell: ArcCell::new(CellArc::new(config)),
+            lowest_active_ttl_ms: AtomicU64::new(u64::MAX),
+            lowest_suspicion_ttl_ms: AtomicU64::new(u64::MAX),
             reload_lock: Mutex::new(()),
         }
+    }
+
+    /// The shortest (active, suspicion) TTLs any reload published since the last call
+    /// (`u64::MAX`: no reload since). The monitor calls it once per tick: a window started
+    /// between two ticks may use any TTL published in between, not only the one in force at
+    /// either tick.
+    pub(crate) fn take_lowest_ttls_ms(&self) -> (u64, u64) {
+        // Relaxed: an RMW reads the latest value in the modification order (ground rules).
+        (
+            self.lowest_active_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
+            self.lowest_suspicion_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
+        )
     }
 
     /// The active and suspicion TTLs, ms: two loads (see the ground rules).
@@ -119,6 +147,12 @@ impl ConfigHandle {
         // A poisoned lock only means another reload panicked between its stores; the stores
         // below rewrite all three, so the state is consistent again after them.
         let _writer = self.reload_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Before the TTL is visible to signals: the monitor learns of it no later than a
+        // window computed with it could be armed.
+        self.lowest_active_ttl_ms
+            .fetch_min(config.active_ttl_ms, Ordering::Relaxed);
+        self.lowest_suspicion_ttl_ms
+            .fetch_min(config.suspicion_ttl_ms, Ordering::Relaxed);
         self.active_ttl_ms.store(config.active_ttl_ms, Ordering::Relaxed);
         self.suspicion_ttl_ms.store(config.suspicion_ttl_ms, Ordering::Relaxed);
         self.cell.store(CellArc::new(config));

@@ -116,8 +116,8 @@ pub struct Monitor {
     last_tick_base_ms: u64,
     /// Liveness-clock time of the last tick (a signal after it is at least this late).
     last_tick_l_ms: u64,
-    /// The active TTL the wheel's entries were armed under (see [`Monitor::follow_ttl_reload`]).
-    armed_active_ms: u64,
+    /// The TTLs the wheel's entries were armed under (see [`Monitor::follow_ttl_reload`]).
+    armed: Ttls,
     due: Vec<Arc<ClientLivenessRecord>>,
     brake: brake::MassSuspicionBrake,
     stats: MonitorStats,
@@ -147,7 +147,7 @@ impl Monitor {
             tick_ms,
             last_tick_base_ms: liveness.clock().base().now_ms(),
             last_tick_l_ms: now_l,
-            armed_active_ms: liveness.ttls().active_ms,
+            armed: liveness.ttls(),
             due: Vec::new(),
             brake: brake::MassSuspicionBrake::default(),
             stats: MonitorStats::default(),
@@ -181,8 +181,9 @@ impl Monitor {
             let deadline = rec.word().deadline_ms();
             self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
         }
+        let lowest = liveness.config().take_lowest_ttls_ms();
         let ttls = liveness.ttls();
-        self.follow_ttl_reload(ttls, now_l);
+        self.follow_ttl_reload(ttls, lowest, now_l);
         let hold = self.update_brake(liveness, now_l, base_now, ttls, &mut report);
         let now = Now {
             l: now_l,
@@ -203,17 +204,30 @@ impl Monitor {
 
     /// A reload that shortened the active TTL: a recovery since the last tick starts an Active
     /// window ending as early as that tick + the new TTL, earlier than a Suspected entry armed
-    /// under the old TTL (at commit + the old TTL at the latest) would wake. Active windows keep
-    /// the TTL they started with (a signal only moves a deadline later), so only Suspected
-    /// entries can be late; pulling every entry in to that tick once is simpler than finding
-    /// them and only makes some fire early (O(entries), once per such reload). Found by the
-    /// differential fuzz target (`finding_ttl_shrink_delays_suspicion_after_recovery`).
-    fn follow_ttl_reload(&mut self, ttls: Ttls, now_l: u64) {
-        if ttls.active_ms < self.armed_active_ms {
-            let limit = self.last_tick_l_ms.saturating_add(ttls.active_ms);
+    /// under the old TTL (at commit + the old TTL at the latest) would wake. Likewise a shorter
+    /// suspicion TTL: a brake release renews paused entries with it, and they sleep up to the
+    /// shorter old TTL (`Evaluation::Held`). Windows already started keep their TTL (a signal
+    /// only moves a deadline later), so pulling every entry in to that tick + the shorter new
+    /// TTL once is simpler than finding the few that could be late and only makes some fire
+    /// early (O(entries), once per such reload). Found by the differential fuzz target
+    /// (`finding_ttl_shrink_delays_suspicion_after_recovery`).
+    ///
+    /// `lowest` holds the shortest TTLs published since the last tick: a reload that shortens a
+    /// TTL and another that lengthens it again before this tick leave `ttls` unchanged, yet a
+    /// recovery between them started a short window (found by the fuzzer again,
+    /// `finding_brief_ttl_shrink_delays_suspicion_after_recovery`).
+    ///
+    /// A Suspected entry sleeps up to one armed active TTL, a held one up to the shorter armed
+    /// TTL: a new recovery window shorter than the first, or a renewal shorter than the second,
+    /// could end before the entry wakes.
+    fn follow_ttl_reload(&mut self, ttls: Ttls, lowest: (u64, u64), now_l: u64) {
+        let active = ttls.active_ms.min(lowest.0);
+        let suspicion = ttls.suspicion_ms.min(lowest.1);
+        if active < self.armed.active_ms || suspicion < shorter_ttl(self.armed) {
+            let limit = self.last_tick_l_ms.saturating_add(active.min(suspicion));
             self.wheel.pull_in(Tick::of_ms(limit, self.tick_ms));
         }
-        self.armed_active_ms = ttls.active_ms;
+        self.armed = ttls;
         self.last_tick_l_ms = now_l;
     }
 
@@ -297,11 +311,15 @@ impl Monitor {
                     .push(ClientOffboardingJob::from_commit(rec, proof, now.base));
             }
             Evaluation::Held => {
-                // Parked for renewal at release; armed one active TTL out, the earliest a
-                // recovery from now could make it due again (see `wake_ms`).
+                // Parked for renewal at release; armed the shorter TTL out: a recovery from now
+                // is due again one active TTL after it, a release renews the suspicion window
+                // to one suspicion TTL after it, and neither may be later than the wake-up
+                // (nothing tells the wheel of either). Waking one active TTL out made Offline
+                // late after a release whenever the suspicion TTL was the shorter (invariant 4,
+                // `master_defects::a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_release`).
                 self.stats.offline_held += 1;
                 self.brake.hold(rec.clone());
-                self.rearm(rec, now.l.saturating_add(now.ttls.active_ms), now.tick);
+                self.rearm(rec, now.l.saturating_add(shorter_ttl(now.ttls)), now.tick);
             }
             Evaluation::Retired => {}
         }
@@ -312,6 +330,11 @@ impl Monitor {
         let at = Tick::of_ms(deadline_ms, self.tick_ms).max(Tick(now_tick.0 + 1));
         self.wheel.insert(at, rec);
     }
+}
+
+/// The shorter of the two TTLs: the longest a paused (brake-held) entry may sleep.
+fn shorter_ttl(ttls: Ttls) -> u64 {
+    ttls.active_ms.min(ttls.suspicion_ms)
 }
 
 /// When the entry of a record whose word is `word` must next wake, on the liveness clock.

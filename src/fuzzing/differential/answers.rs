@@ -172,6 +172,12 @@ impl Checker {
                 md.hand_back(now);
                 (Answer::Nothing, None)
             }
+            // Batching is how a step bounds its lock hold, not something a client or an
+            // operator can observe: the attempt runs every batch of the step before the next
+            // step, and an injected failure hits the step's execution, not one batch of it
+            // (`offboarding/job.rs`, `complete_client_offboarding`). The model is unchanged: the
+            // same events, state and refunds must follow, whatever the batch.
+            Cmd::BatchKeys(_) => (Answer::Nothing, None),
         };
         assert_eq!(answer, &want, "answer to {cmd:?} at {now}");
         // Invariant 6: a refused mount is not a liveness signal and creates no record.

@@ -31,6 +31,11 @@ impl Checker {
                 start_rate: (config.offboarding_rate_per_sec < 100.0)
                     .then_some((config.offboarding_rate_per_sec as u64, config.offboarding_burst)),
                 tick_ms: config.monitor_tick_ms,
+                // Fractions the harness uses are whole quarters (decode.rs).
+                mass_brake: config.mass_suspicion_brake.then_some((
+                    config.mass_suspicion_min_clients,
+                    (config.mass_suspicion_fraction * 4.0) as usize,
+                )),
             }),
             offline_commits: BTreeSet::new(),
             offboarded: BTreeSet::new(),
@@ -92,12 +97,26 @@ impl Checker {
     /// One monitor tick at `tau` that produced `events`.
     pub(super) fn tick(&mut self, m: &Master, tau: u64, events: &[MasterEvent]) {
         let evs: Vec<Ev> = events.iter().map(|e| ev_of(m, e)).collect();
-        let n_trans = evs.iter().take_while(|e| matches!(e, Ev::Transition { .. })).count();
-        let (trans, jobs) = evs.split_at(n_trans);
+        // The brake's event (first: it decides before the tick's commits), the transitions,
+        // then the offboarding attempts.
+        let n_brake = evs.iter().take_while(|e| matches!(e, Ev::Brake { .. })).count();
+        let n_trans = evs[n_brake..]
+            .iter()
+            .take_while(|e| matches!(e, Ev::Transition { .. }))
+            .count();
+        let (brakes, rest) = evs.split_at(n_brake);
+        let (trans, jobs) = rest.split_at(n_trans);
         assert!(
-            jobs.iter().all(|e| !matches!(e, Ev::Transition { .. })),
-            "a transition after an offboarding attempt within one tick at {tau}: {evs:?}"
+            jobs.iter()
+                .all(|e| matches!(e, Ev::Retry { .. } | Ev::Offboarded { .. })),
+            "a transition or brake event after an offboarding attempt within one tick at {tau}: {evs:?}"
         );
+        for e in brakes {
+            assert!(
+                matches!(e, Ev::Brake { at, .. } if *at == tau),
+                "brake event not stamped with its tick {tau}: {e:?}"
+            );
+        }
         for e in trans {
             assert!(
                 matches!(e, Ev::Transition { at, .. } if *at == tau),
@@ -105,9 +124,10 @@ impl Checker {
             );
             self.check_transition(e);
         }
-        let mut observed: Vec<Ev> = trans.to_vec();
+        let mut observed: Vec<Ev> = brakes.iter().chain(trans).cloned().collect();
         observed.sort();
-        let expected = self.model.tick_transitions(tau);
+        let mut expected = self.model.tick_transitions(tau);
+        expected.sort();
         for e in &expected {
             assert!(
                 observed.contains(e),
@@ -148,7 +168,7 @@ impl Checker {
             .iter()
             .map(|e| match e {
                 Ev::Retry { client, .. } | Ev::Offboarded { client, .. } => *client,
-                Ev::Transition { .. } => unreachable!(),
+                Ev::Transition { .. } | Ev::Brake { .. } => unreachable!(),
             })
             .collect();
         let mut due = self.model.due_jobs(tau, executor_only);

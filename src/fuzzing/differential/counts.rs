@@ -7,7 +7,7 @@ use crate::master::MasterEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 18] = [
+const OPS: [&str; 19] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -26,6 +26,7 @@ const OPS: [&str; 18] = [
     "hand_back",
     "set_quota",
     "reload_ttls",
+    "batch_keys",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -47,10 +48,27 @@ pub struct Counts {
     pub failovers_with_executor_jobs: u64,
     /// Jobs handed back by the executor's shutdown (async).
     pub handed_back: u64,
+    /// Monitor commits (Active → Suspected, Suspected → Offline) ending a window that was
+    /// armed on wheel level 2 or higher, per mode.
+    pub level2_expiries: [u64; 2],
+    /// Completed jobs of incarnations that held more keys than one `metadata` batch (the step
+    /// answered `Progress::More`), per mode.
+    pub multi_batch_jobs: [u64; 2],
+    /// Mass-suspicion brake engagements and releases, per mode.
+    pub brake_engaged: [u64; 2],
+    pub brake_released: [u64; 2],
     mode: usize,
 }
 
 impl Counts {
+    pub(super) fn level2_expiry(&mut self) {
+        self.level2_expiries[self.mode] += 1;
+    }
+
+    pub(super) fn multi_batch_job(&mut self) {
+        self.multi_batch_jobs[self.mode] += 1;
+    }
+
     pub(super) fn failover(&mut self, mid_job: bool) {
         self.failovers_mid_job[self.mode] += u64::from(mid_job);
     }
@@ -76,6 +94,7 @@ impl Counts {
             Cmd::HandBack => 15,
             Cmd::SetQuota(_) => 16,
             Cmd::ReloadTtls(..) => 17,
+            Cmd::BatchKeys(_) => 18,
         };
         self.ops[self.mode][i] += 1;
     }
@@ -86,6 +105,8 @@ impl Counts {
                 MasterEvent::Transition(_) => self.transitions[self.mode] += 1,
                 MasterEvent::OffboardingRetry { .. } => self.retries[self.mode] += 1,
                 MasterEvent::Offboarded { .. } => self.offboarded[self.mode] += 1,
+                MasterEvent::MassSuspicionBrake { engaged: true, .. } => self.brake_engaged[self.mode] += 1,
+                MasterEvent::MassSuspicionBrake { engaged: false, .. } => self.brake_released[self.mode] += 1,
                 _ => {}
             }
         }
@@ -107,6 +128,10 @@ impl Counts {
             self.retries[m] += other.retries[m];
             self.offboarded[m] += other.offboarded[m];
             self.failovers_mid_job[m] += other.failovers_mid_job[m];
+            self.level2_expiries[m] += other.level2_expiries[m];
+            self.multi_batch_jobs[m] += other.multi_batch_jobs[m];
+            self.brake_engaged[m] += other.brake_engaged[m];
+            self.brake_released[m] += other.brake_released[m];
         }
 
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
@@ -129,6 +154,21 @@ impl fmt::Display for Counts {
             f,
             "| failovers with a job pending | {} | {} |",
             self.failovers_mid_job[0], self.failovers_mid_job[1]
+        )?;
+        writeln!(
+            f,
+            "| expiries of windows armed on wheel level ≥ 2 | {} | {} |",
+            self.level2_expiries[0], self.level2_expiries[1]
+        )?;
+        writeln!(
+            f,
+            "| jobs whose `metadata` step took several batches | {} | {} |",
+            self.multi_batch_jobs[0], self.multi_batch_jobs[1]
+        )?;
+        writeln!(
+            f,
+            "| mass-suspicion brake engaged / released | {} / {} | {} / {} |",
+            self.brake_engaged[0], self.brake_released[0], self.brake_engaged[1], self.brake_released[1]
         )?;
         writeln!(
             f,

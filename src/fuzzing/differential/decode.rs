@@ -1,4 +1,5 @@
-//! Decoding an input: a small configuration, a setup byte (bit 0: asynchronous offboarding),
+//! Decoding an input: a small configuration, a setup byte (bit 0: asynchronous offboarding;
+//! bits 1–4: a start rate limit; bits 5–6: the mass-suspicion brake),
 //! then operations (`RawOp`, as `arbitrary` reads them) turned into commands with names and
 //! sizes fixed (`Cmd`, independent of any state).
 //!
@@ -37,6 +38,9 @@ enum RawOp {
     PingWithToken { client: u8, token: u8 },
     SetQuota { limit: u8 },
     ReloadTtls { active: u8, suspicion: u8 },
+    BatchKeys(u8),
+    ReloadTtlsLong { active: u8, suspicion: u8 },
+    AdvanceFar(u8),
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -96,6 +100,10 @@ pub(super) enum Cmd {
     /// Async: the executor shuts down and hands every job it holds back to the master (sync:
     /// nothing to hand back).
     HandBack,
+    /// Keys (and tasks) per call of the `metadata` offboarding step
+    /// (`Master::set_offboarding_batch_keys`): 1..=3, so an incarnation of a few keys needs
+    /// several batches (`Progress::More`).
+    BatchKeys(usize),
 }
 
 /// An incarnation token: 1..=3 (an input offboards a client at most a few times).
@@ -111,7 +119,11 @@ fn segment_size(s: usize, variant: u8) -> u64 {
     }
 }
 
-fn cmd_of(op: RawOp) -> Cmd {
+/// Ticks ahead beyond which a deadline is always filed on wheel level 2 or higher: level 1
+/// holds the current and the next block of 64 × 64 ticks (`monitor::wheel::level_for`).
+pub(super) const LEVEL_2_TICKS: u64 = 2 << (2 * crate::monitor::wheel::LEVEL_BITS);
+
+fn cmd_of(op: RawOp, tick: u64) -> Cmd {
     let c = |b: u8| usize::from(b) % CLIENTS;
     let s = |b: u8| usize::from(b) % SEGMENTS;
     let k = |b: u8| usize::from(b) % KEYS;
@@ -186,6 +198,21 @@ fn cmd_of(op: RawOp) -> Cmd {
         RawOp::ReloadTtls { active, suspicion } => {
             Cmd::ReloadTtls(200 + u64::from(active) * 11, 200 + u64::from(suspicion) * 11)
         }
+        // One TTL of 8,192..=8,447 ticks (every window it starts is armed on wheel level 2 or
+        // higher and cascades down before it fires), the other short as `reload_ttls` makes
+        // it: one long window costs ~8,200 checked ticks, two would cost twice that.
+        RawOp::ReloadTtlsLong { active, suspicion } => {
+            let long = |b: u8| tick * (LEVEL_2_TICKS + u64::from(b));
+            let short = |b: u8| 200 + u64::from(b) * 11;
+            if suspicion & 0x80 == 0 {
+                Cmd::ReloadTtls(long(active), short(suspicion & 0x7f))
+            } else {
+                Cmd::ReloadTtls(short(active), long(suspicion & 0x7f))
+            }
+        }
+        // Up to 16,320 ticks in one step (every tick still runs).
+        RawOp::AdvanceFar(b) => Cmd::Advance(u64::from(b) * 64 * tick),
+        RawOp::BatchKeys(b) => Cmd::BatchKeys(usize::from(b % 3) + 1),
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),
@@ -223,7 +250,12 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
         monitor_tick_ms: tick,
         stall_bound_ms: active / 2,
         stall_brake: false,
-        mass_suspicion_brake: false,
+        // Bit 5: the mass-suspicion brake, bit 6 picks its thresholds (whole quarters, so the
+        // model compares exactly): at least 2 Suspected and more than half, or at least 1 and
+        // more than a quarter, of the 4 clients' live incarnations.
+        mass_suspicion_brake: setup & 0x20 != 0,
+        mass_suspicion_min_clients: if setup & 0x40 != 0 { 2 } else { 1 },
+        mass_suspicion_fraction: if setup & 0x40 != 0 { 0.5 } else { 0.25 },
         offboarding_retry_backoff_ms: backoff,
         offboarding_retry_max_backoff_ms: max_backoff,
         offboarding_rate_per_sec: rate,
@@ -239,7 +271,7 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
     // `arbitrary` keeps producing defaults from exhausted input: stop when the bytes run out.
     while !u.is_empty() && cmds.len() < MAX_OPS {
         let Ok(op) = RawOp::arbitrary(&mut u) else { break };
-        let cmd = cmd_of(op);
+        let cmd = cmd_of(op, tick);
         // A failover builds two more masters (this run and the determinism run): keep a few.
         if matches!(cmd, Cmd::Failover) && cmds.iter().filter(|c| matches!(c, Cmd::Failover)).count() >= MAX_FAILOVERS {
             continue;

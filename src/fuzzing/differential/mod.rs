@@ -13,7 +13,8 @@
 //!   validated (distinct segments, each Allocatable in the model — owner Active, room — and as
 //!   many as the model says), a Get's replicas equal the model's exactly;
 //! - every event equals the model's: transitions with their times (a tick's transitions as a set,
-//!   their order within the tick is the monitor's), `offboarding_retry` with step and attempt,
+//!   their order within the tick is the monitor's), the mass-suspicion brake's engage/release
+//!   (before the tick's transitions), `offboarding_retry` with step and attempt,
 //!   `offboarded` with attempts; jobs due at one tick may run in any order (the model replays the
 //!   observed order after checking it is exactly the set of due jobs, retries before fresh jobs);
 //! - 1 (only Active→Suspected, Suspected→Active, Suspected→Offline, from the state the model
@@ -69,8 +70,22 @@ use decode::{decode, Cmd, Input};
 const MAX_OPS: usize = 96;
 /// Virtual time per input, at most (ms).
 const MAX_TIME_MS: u64 = 30_000;
+/// Ticks per input, at most, once long TTLs are in force (see [`time_limit`]).
+const MAX_LONG_TICKS: u64 = 12_000;
 /// Failovers per input, at most.
 const MAX_FAILOVERS: usize = 2;
+
+/// The virtual time limit after `cmd` ran at `now` under `limit`: [`MAX_TIME_MS`], extended by
+/// a reload to TTLs of wheel level 2 (`ReloadTtlsLong`) so that windows it starts can expire,
+/// up to [`MAX_LONG_TICKS`] ticks. Short reloads never extend it (old seeds run as before).
+fn time_limit(limit: u64, now: u64, cmd: &Cmd, tick_ms: u64) -> u64 {
+    match cmd {
+        Cmd::ReloadTtls(active, suspicion) if active.max(suspicion) >= &(decode::LEVEL_2_TICKS * tick_ms) => {
+            limit.max((now + active + suspicion + MAX_TIME_MS).min(MAX_LONG_TICKS * tick_ms))
+        }
+        _ => limit,
+    }
+}
 
 /// Random operations on the reference master and the sequential model, compared after every
 /// step; then the same input on a second master must produce the same answers and events.
@@ -124,14 +139,15 @@ pub fn differential_explain(data: &[u8]) -> Option<String> {
             "sync (inline)"
         }
     );
-    let mut now = 0;
+    let (mut now, mut limit) = (0, MAX_TIME_MS);
     for cmd in &cmds {
         if let Cmd::Advance(dt) = cmd {
             now += dt;
-            if now > MAX_TIME_MS {
+            if now > limit {
                 break;
             }
         }
+        limit = time_limit(limit, now, cmd, config.monitor_tick_ms);
         out.push_str(&format!("t={now:>6} {cmd:?}\n"));
     }
     Some(out)

@@ -61,7 +61,18 @@ pub(super) fn ev_of(m: &Master, e: &MasterEvent) -> Ev {
             incarnation: incarnation.0,
             attempts: *attempts,
         },
-        other => panic!("unexpected event with both brakes disabled and no stall: {other:?}"),
+        MasterEvent::MassSuspicionBrake {
+            at_ms,
+            engaged,
+            suspected,
+            registered,
+        } => Ev::Brake {
+            at: *at_ms,
+            engaged: *engaged,
+            suspected: *suspected,
+            registered: *registered,
+        },
+        other => panic!("unexpected event with the stall brake disabled: {other:?}"),
     }
 }
 

@@ -5,10 +5,11 @@
 use super::super::model::{State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
 use super::check::Checker;
 use super::counts::Counts;
+use super::decode::LEVEL_2_TICKS;
 use super::decode::{Cmd, Input};
 use super::executor::Executor;
 use super::names::{client_ids, state_of};
-use super::MAX_TIME_MS;
+use super::{time_limit, MAX_TIME_MS};
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
 use crate::liveness::{Incarnation, LivenessState, PingStatus};
@@ -59,6 +60,14 @@ struct Real {
     next_tick: u64,
     /// Async mode's executor (`None`: jobs run inline in the tick).
     exec: Option<Executor>,
+    /// The `metadata` step's batch (`Cmd::BatchKeys`; an operator's setting, set again on a
+    /// restored master).
+    batch_keys: Option<usize>,
+    /// Per client: the incarnation whose current window was armed at least
+    /// [`LEVEL_2_TICKS`] ahead, and the window's deadline (for the counts).
+    long_window: [Option<(u64, u64)>; CLIENTS],
+    /// Per client: the incarnation holding more keys than a `metadata` batch (for the counts).
+    many_keys: [Option<u64>; CLIENTS],
     counts: Counts,
 }
 
@@ -74,6 +83,9 @@ impl Real {
             tick_ms,
             next_tick: tick_ms,
             exec: async_mode.then(Executor::default),
+            batch_keys: None,
+            long_window: [None; CLIENTS],
+            many_keys: [None; CLIENTS],
             counts: Counts::default(),
         }
     }
@@ -116,6 +128,65 @@ impl Real {
         let async_mode = self.exec.is_some();
         self.m = Master::restore(clock, self.config.clone(), options(async_mode), &snap)
             .unwrap_or_else(|e| panic!("invariant 19: own snapshot does not restore: {e}"));
+        if let Some(n) = self.batch_keys {
+            self.m.set_offboarding_batch_keys(n);
+        }
+    }
+
+    /// Notes, for the counts, which incarnations hold a window armed on wheel level ≥ 2 and
+    /// which hold more keys than one `metadata` batch.
+    fn observe(&mut self) {
+        let now = self.now();
+        let far = LEVEL_2_TICKS * self.tick_ms;
+        let ids = client_ids(&self.m);
+        for (c, id) in ids.into_iter().enumerate() {
+            let Some(rec) = id.and_then(|id| self.m.liveness().registry().get(id)) else {
+                continue;
+            };
+            let word = rec.word();
+            if word.state() != LivenessState::Offline && word.deadline_ms() >= now + far {
+                self.long_window[c] = Some((rec.incarnation().0, word.deadline_ms()));
+            }
+            if let Some(batch) = self.batch_keys {
+                let keys: usize = self
+                    .m
+                    .segments()
+                    .owned_by(rec.client())
+                    .iter()
+                    .filter(|s| crate::sync::Arc::ptr_eq(&s.owner, &rec))
+                    .map(|s| s.key_count())
+                    .sum();
+                self.many_keys[c] = (keys > batch).then_some(rec.incarnation().0);
+            }
+        }
+    }
+
+    /// Counts a monitor commit that ended a level-2 window, and a completed job of an
+    /// incarnation that held more keys than a batch (its `metadata` step answered `More`).
+    fn count_reached(&mut self, events: &[MasterEvent]) {
+        let ids = client_ids(&self.m);
+        let index = |id| ids.iter().position(|x| *x == Some(id));
+        for e in events {
+            match e {
+                MasterEvent::Transition(t) if t.from != LivenessState::Suspected || t.to != LivenessState::Active => {
+                    let Some(c) = index(t.client) else { continue };
+                    if self.long_window[c].is_some_and(|(inc, d)| inc == t.incarnation.0 && d <= t.at_ms) {
+                        self.counts.level2_expiry();
+                        self.long_window[c] = None;
+                    }
+                }
+                MasterEvent::Offboarded {
+                    client, incarnation, ..
+                } => {
+                    let Some(c) = index(*client) else { continue };
+                    if self.many_keys[c] == Some(incarnation.0) {
+                        self.counts.multi_batch_job();
+                        self.many_keys[c] = None;
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     fn apply(&mut self, cmd: &Cmd) -> Answer {
@@ -174,6 +245,11 @@ impl Real {
                 m.set_quota_limit(crate::master::DEFAULT_TENANT, *limit);
                 Answer::Nothing
             }
+            Cmd::BatchKeys(n) => {
+                m.set_offboarding_batch_keys(*n);
+                self.batch_keys = Some(*n);
+                Answer::Nothing
+            }
             Cmd::HandBack => {
                 if let Some(exec) = self.exec.as_mut() {
                     self.counts.handed_back += exec.held().len() as u64;
@@ -195,10 +271,11 @@ pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
     let mut real = Real::new(config, *async_mode);
     let mut checker = check.then(|| Checker::new(config, *async_mode));
     let mut log = Vec::new();
+    let mut limit = MAX_TIME_MS;
     for cmd in cmds {
         if let Cmd::Advance(dt) = cmd {
             let t = real.now() + dt;
-            if t > MAX_TIME_MS {
+            if t > limit {
                 break;
             }
             real.counts.op(cmd, *async_mode);
@@ -208,6 +285,10 @@ pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
                 real.next_tick += real.tick_ms;
                 let events = real.m.take_events();
                 real.counts.events(&events);
+                if !events.is_empty() {
+                    real.count_reached(&events);
+                    real.observe();
+                }
                 if let Some(ch) = checker.as_mut() {
                     // Every tick, even a silent one: a transition the model expects here and
                     // the master did not commit is a late commit.
@@ -224,12 +305,14 @@ pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
             continue;
         }
         let now = real.now();
+        limit = time_limit(limit, now, cmd, real.tick_ms);
         real.counts.op(cmd, *async_mode);
         // Async: the executor's retries that fell due since the last step run first.
         if let Some(exec) = real.exec.as_mut() {
             exec.poll(&mut real.m, now);
             let events = real.m.take_events();
             real.counts.events(&events);
+            real.count_reached(&events);
             if let Some(ch) = checker.as_mut() {
                 if !events.is_empty() {
                     ch.executor(&real.m, now, &events);
@@ -243,6 +326,8 @@ pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
         let answer = real.apply(cmd);
         let events = real.m.take_events();
         real.counts.events(&events);
+        real.count_reached(&events);
+        real.observe();
         if let Some(ch) = checker.as_mut() {
             ch.op(&real.m, cmd, now, &answer, &events);
             ch.compare_state(&real.m, &real.held(), &When::Op(cmd, now));

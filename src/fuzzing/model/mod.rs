@@ -15,11 +15,13 @@
 //! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
-//! permutation of the due jobs), stalls and both brakes (disabled in the configuration used),
-//! tasks, drain, offload, promotion, NoF, tenants' quota limits.
+//! permutation of the due jobs), stalls (the stall brake is disabled), tasks, drain, offload,
+//! promotion, NoF. The mass-suspicion brake is in `brake.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod brake;
+mod data;
 mod offboarding;
 
 /// Clients in the universe.
@@ -54,6 +56,8 @@ pub(crate) struct Config {
     pub(crate) start_rate: Option<(u64, u64)>,
     /// The monitor tick: a fresh job without a start token waits for the next one.
     pub(crate) tick_ms: u64,
+    /// The mass-suspicion brake: (min clients, fraction in quarters); `None`: disabled.
+    pub(crate) mass_brake: Option<(usize, usize)>,
 }
 
 /// Liveness state of one incarnation.
@@ -86,6 +90,13 @@ pub(crate) enum Ev {
         client: usize,
         incarnation: u64,
         attempts: u32,
+    },
+    /// The mass-suspicion brake engaged or released.
+    Brake {
+        at: u64,
+        engaged: bool,
+        suspected: usize,
+        registered: usize,
     },
 }
 
@@ -188,6 +199,7 @@ pub(crate) struct Model {
     /// The start-token bucket (milli-tokens, last refill), made full at the first take; not
     /// part of a snapshot.
     pub(crate) bucket: Option<(u64, u64)>,
+    pub(crate) brake: brake::Brake,
     lru_clock: u64,
 }
 
@@ -210,6 +222,10 @@ impl Model {
             faults: [0; 5],
             quota_limit: None,
             bucket: None,
+            brake: brake::Brake {
+                config: cfg.mass_brake,
+                ..Default::default()
+            },
             lru_clock: 0,
         }
     }
@@ -476,119 +492,6 @@ impl Model {
         self.drop_replicas_on(s);
         self.segments.remove(&s);
         Ok(())
-    }
-
-    // ---- data path --------------------------------------------------------------------------
-
-    /// Objects a Put may evict: complete, every replica on an Active owner's segment.
-    fn evictable(&self, o: &Object) -> bool {
-        o.complete && o.replicas.iter().all(|s| self.owner_state(*s) == Some(State::Active))
-    }
-
-    /// LRU eviction until some serving segment can take `size` (only if one is big enough).
-    fn evict_for(&mut self, size: u64) -> bool {
-        let big_enough = self
-            .segments
-            .iter()
-            .any(|(s, seg)| seg.size >= size && self.owner_state(*s) == Some(State::Active));
-        if !big_enough {
-            return false;
-        }
-        let mut victims: Vec<(u64, usize)> = self
-            .objects
-            .iter()
-            .filter(|(_, o)| self.evictable(o))
-            .map(|(k, o)| (o.touched, *k))
-            .collect();
-        victims.sort();
-        for (_, key) in victims {
-            self.objects.remove(&key);
-            if !self.allocatable(size).is_empty() {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Would the (one) tenant's limit allow `bytes` more?
-    fn quota_fits(&self, bytes: u64) -> bool {
-        self.quota_limit.is_none_or(|l| self.quota_used() + bytes <= l)
-    }
-
-    /// PutStart, up to the choice of segments (evicts if it has to).
-    pub(crate) fn put_plan(&mut self, key: usize, size: u64, n: usize) -> PutPlan {
-        if size == 0 || n == 0 {
-            return PutPlan::Refused(INVALID_PARAMS);
-        }
-        if self.objects.contains_key(&key) {
-            return PutPlan::Refused(OBJECT_ALREADY_EXISTS);
-        }
-        let mut eligible = self.allocatable(size);
-        // A Put the quota could not take even once evicts nothing.
-        if eligible.is_empty() && self.quota_fits(size) && self.evict_for(size) {
-            eligible = self.allocatable(size);
-        }
-        if eligible.is_empty() {
-            return PutPlan::Refused(NO_AVAILABLE_HANDLE);
-        }
-        let count = n.min(eligible.len());
-        // The quota must hold every replica handed out.
-        if !self.quota_fits(size * count as u64) {
-            return PutPlan::Refused(TENANT_QUOTA_EXCEEDED);
-        }
-        PutPlan::Allocate { eligible, count }
-    }
-
-    /// PutStart, the choice made (validated by the caller against the plan).
-    pub(crate) fn put_commit(&mut self, key: usize, size: u64, chosen: &[usize]) {
-        self.objects.insert(
-            key,
-            Object {
-                size,
-                replicas: chosen.to_vec(),
-                complete: false,
-                touched: 0,
-            },
-        );
-        self.touch(key);
-    }
-
-    pub(crate) fn put_end(&mut self, key: usize) -> Result<(), &'static str> {
-        let o = self.objects.get_mut(&key).ok_or(OBJECT_NOT_FOUND)?;
-        if o.complete {
-            return Err(INVALID_PARAMS);
-        }
-        o.complete = true;
-        Ok(())
-    }
-
-    pub(crate) fn put_revoke(&mut self, key: usize) -> Result<(), &'static str> {
-        let o = self.objects.get(&key).ok_or(OBJECT_NOT_FOUND)?;
-        if o.complete {
-            return Err(INVALID_PARAMS);
-        }
-        self.objects.remove(&key);
-        Ok(())
-    }
-
-    /// Get: the segments of the replicas a reader may use (serving rule), in replica order.
-    pub(crate) fn get(&mut self, key: usize) -> Result<Vec<usize>, &'static str> {
-        let o = self.objects.get(&key).ok_or(OBJECT_NOT_FOUND)?;
-        let serving: Vec<usize> = o
-            .replicas
-            .iter()
-            .copied()
-            .filter(|s| o.complete && self.owner_state(*s) == Some(State::Active))
-            .collect();
-        if serving.is_empty() {
-            return Err(REPLICA_IS_NOT_READY);
-        }
-        self.touch(key);
-        Ok(serving)
-    }
-
-    pub(crate) fn remove(&mut self, key: usize) -> Result<(), &'static str> {
-        self.objects.remove(&key).map(|_| ()).ok_or(OBJECT_NOT_FOUND)
     }
 
     pub(crate) fn fail_step(&mut self, step: usize, times: u32) {

@@ -50,18 +50,28 @@ impl Model {
     /// The liveness transitions of the tick at `now`, by client (the timing rule).
     pub(crate) fn tick_transitions(&mut self, now: u64) -> Vec<Ev> {
         let cfg = self.cfg;
-        let mut out = Vec::new();
-        for (c, client) in self.clients.iter_mut().enumerate() {
-            let Some(rec) = client.rec.as_mut() else { continue };
-            let from = rec.state;
+        // The mass-suspicion brake decides first, from the states the tick starts with.
+        let mut out: Vec<Ev> = self.brake_at(now).into_iter().collect();
+        for c in 0..CLIENTS {
+            let Some(rec) = self.clients[c].rec.as_ref() else {
+                continue;
+            };
+            let (from, due) = (rec.state, now >= rec.deadline);
+            // decisions.md: while the brake is engaged, due Offline commits pause.
+            if from == State::Suspected && due && self.hold(c) {
+                continue;
+            }
+            let Some(rec) = self.clients[c].rec.as_mut() else {
+                continue;
+            };
             match rec.state {
-                State::Active if now >= rec.deadline => {
+                State::Active if due => {
                     rec.state = State::Suspected;
                     rec.suspected_at = now;
                     rec.deadline = now + cfg.suspicion_ttl_ms;
                     rec.suspicion_ttl = cfg.suspicion_ttl_ms;
                 }
-                State::Suspected if now >= rec.deadline => {
+                State::Suspected if due => {
                     rec.state = State::Offline;
                     rec.job = Some(Job {
                         attempts: 0,
@@ -174,6 +184,7 @@ impl Model {
     /// unmounted names) is the master's and survives, and re-running done steps is harmless.
     pub(crate) fn failover(&mut self, now: u64) {
         self.faults = [0; 5];
+        self.reset_brake();
         self.bucket = None;
         for client in &mut self.clients {
             let Some(rec) = client.rec.as_mut() else { continue };

@@ -91,6 +91,8 @@ pub(super) struct Offboarding {
     driver: Option<OffboardingDriver>,
     /// `Outbox`: jobs waiting for the embedder's executor.
     outbox: Vec<ClientOffboardingJob>,
+    /// Keys (and tasks) the `metadata` step handles per call; 0: `steps::KEYS_PER_BATCH`.
+    keys_per_batch: usize,
 }
 
 impl Offboarding {
@@ -141,6 +143,15 @@ impl MasterCore {
     /// Fault injection: the next `times` executions of `step` fail.
     pub fn fail_step(&self, step: Step, times: u32) {
         *lock(&self.offboarding).faults.entry(step).or_default() += times;
+    }
+
+    /// Sets how many keys (and tasks) one call of the `metadata` step handles before it answers
+    /// [`Progress::More`](crate::offboarding::Progress::More) (at least 1; default
+    /// 1,024). Batching bounds how long a step holds the master's locks; tests and the
+    /// `differential` fuzz target set it small so that an incarnation of a few keys needs
+    /// several batches.
+    pub fn set_offboarding_batch_keys(&self, keys: usize) {
+        lock(&self.offboarding).keys_per_batch = keys.max(1);
     }
 
     /// Jobs parked in the master (failed or rate-limited, handed back or restored).

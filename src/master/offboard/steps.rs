@@ -20,7 +20,8 @@ use crate::liveness::ClientLivenessRecord;
 use crate::offboarding::{CleanupError, ClientOffboardingJob, OffboardingSteps, Progress, Step};
 use crate::sync::Arc;
 
-/// Keys (and tasks) the `metadata` step handles per call.
+/// Keys (and tasks) the `metadata` step handles per call, unless
+/// [`MasterCore::set_offboarding_batch_keys`] says otherwise.
 pub(super) const KEYS_PER_BATCH: usize = 1024;
 
 impl MasterCore {
@@ -56,14 +57,18 @@ impl MasterCore {
     }
 
     /// `metadata`: tasks the incarnation executes, tasks touching its segments, replicas on its
-    /// segments and its LocalDisk replicas, at most [`KEYS_PER_BATCH`] keys per call, one shard
+    /// segments and its LocalDisk replicas, at most [`KEYS_PER_BATCH`] keys per call (or the
+    /// configured batch), one shard
     /// lock at a time (compare-and-erase per object: only this incarnation's replicas go).
     /// Quota refunds are recorded in the scratch for the `quota` step.
     fn step_metadata(&self, job: &mut ClientOffboardingJob) -> Progress {
         let record = job.record().clone();
         let client = record.client();
         let mut refunds = Refunds::new();
-        let mut budget = KEYS_PER_BATCH;
+        let mut budget = match lock(&self.offboarding).keys_per_batch {
+            0 => KEYS_PER_BATCH,
+            n => n,
+        };
         let tasks: Vec<(u64, Option<usize>)> = {
             let tasks = lock(&self.tasks);
             tasks
