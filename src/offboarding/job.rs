@@ -300,23 +300,27 @@ mod tests {
         assert_eq!(ClientOffboardingJob::backoff_ms(0, 200, 5_000), 200);
     }
 
-    /// The one job of client 1, committed Offline by the monitor at 2_000.
+    /// The one job of client 1, whose record committed Suspected at 1_000 and Offline at 2_000
+    /// (the record's own evaluation, as the monitor applies it; building it through the monitor
+    /// would make this module import the monitor, which imports it).
     fn offline_job() -> ClientOffboardingJob {
-        use crate::{ClientId, Clock, Liveness, LivenessConfig, ManualClock, Monitor};
-        let clock = std::sync::Arc::new(ManualClock::new(0));
-        let config = LivenessConfig {
-            active_ttl_ms: 1_000,
-            suspicion_ttl_ms: 1_000,
-            stall_brake: false,
-            ..LivenessConfig::default()
+        use crate::liveness::record::Evaluation;
+        use crate::liveness::Ttls;
+        let ttls = Ttls {
+            active_ms: 1_000,
+            suspicion_ms: 1_000,
         };
-        let live = Liveness::new(clock.clone() as std::sync::Arc<dyn Clock>, config);
-        let _ = live.mount(ClientId(1), None, |_| Ok::<(), ()>(()));
-        let mut monitor = Monitor::new(&live);
-        clock.set_ms(1_000);
-        monitor.tick(&live); // Suspected
-        clock.set_ms(2_000);
-        monitor.tick(&live).jobs.pop().expect("Offline at 2_000")
+        let rec = Arc::new(ClientLivenessRecord::new(
+            ClientId(1),
+            Incarnation(1),
+            0,
+            ttls.active_ms,
+        ));
+        assert!(matches!(rec.evaluate(1_000, ttls, false), Evaluation::Suspected(..)));
+        match rec.evaluate(2_000, ttls, false) {
+            Evaluation::Offline(_, _, proof) => ClientOffboardingJob::from_commit(rec, proof, 2_000),
+            other => panic!("expected the Offline commit at 2_000, got {other:?}"),
+        }
     }
 
     /// Restore keeps exactly the steps the snapshot's claims support: `reset_progress` replaces
