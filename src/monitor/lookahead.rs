@@ -10,7 +10,7 @@
 
 use crate::liveness::ClientLivenessRecord;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use crate::sync::Arc;
 
 /// Entries in flight ahead of the one evaluated: enough to cover a DRAM miss with the few tens of
 /// nanoseconds an evaluation and re-arm take, few enough to stay in L1.
