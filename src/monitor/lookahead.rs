@@ -9,8 +9,8 @@
 //! itself; the prefetch is only a hint (`crate::sync::prefetch`).
 
 use crate::liveness::ClientLivenessRecord;
-use std::collections::VecDeque;
 use crate::sync::Arc;
+use std::collections::VecDeque;
 
 /// Entries in flight ahead of the one evaluated: enough to cover a DRAM miss with the few tens of
 /// nanoseconds an evaluation and re-arm take, few enough to stay in L1.
