@@ -186,6 +186,38 @@ pub(crate) type CellArc<T> = std::sync::Arc<T>;
 #[allow(unused_imports)]
 pub(crate) use crossbeam_utils::CachePadded;
 
+/// Runs `a` on a scoped helper thread and `b` on the caller and returns both results (a panic
+/// in `a` resumes on the caller). Under loom, runs `a` then `b` on the caller: the callers
+/// (the restore's objects phase) split independent work, whose interleavings are not a protocol.
+#[cfg(not(loom))]
+pub(crate) fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|s| {
+        let helper = s.spawn(a);
+        let rb = b();
+        let ra = helper.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (ra, rb)
+    })
+}
+
+/// Under loom: `a` then `b`, on the caller (see the std version).
+#[cfg(loom)]
+pub(crate) fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    let ra = a();
+    (ra, b())
+}
+
+/// CPUs this process may run on (1 when unknown).
+#[cfg(not(loom))]
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Under loom: 2, so that models take the two-thread paths (which [`join`] runs in order).
+#[cfg(loom)]
+pub(crate) fn cpus() -> usize {
+    2
+}
+
 #[allow(dead_code)]
 /// Reads an atomic the caller owns exclusively (`&mut`), without synchronization.
 pub(crate) fn unsync_load(a: &mut AtomicU64) -> u64 {

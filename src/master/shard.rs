@@ -41,6 +41,28 @@ impl Shard {
         self.objects.insert(key.to_string(), obj);
     }
 
+    /// Inserts `obj` under `key` unless `key` is there already (one hash of the key), and says
+    /// whether it did. Leaves the eviction order to [`Shard::restore_lru`] (restore only).
+    pub(crate) fn insert_absent(&mut self, key: &str, obj: Object) -> bool {
+        match self.objects.entry_ref(key) {
+            hashbrown::hash_map::EntryRef::Occupied(_) => false,
+            hashbrown::hash_map::EntryRef::Vacant(v) => {
+                v.insert(obj);
+                true
+            }
+        }
+    }
+
+    /// Adds (recency, key) entries to the eviction order; into an empty order (a restore) this
+    /// is one bulk build rather than a descent per entry.
+    pub(crate) fn restore_lru(&mut self, entries: Vec<(u64, String)>) {
+        if self.lru.is_empty() {
+            self.lru = entries.into_iter().collect();
+        } else {
+            self.lru.extend(entries);
+        }
+    }
+
     /// Removes `key`'s object and its recency entry.
     pub(crate) fn take(&mut self, key: &str) -> Option<Object> {
         let obj = self.objects.remove(key)?;

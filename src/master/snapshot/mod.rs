@@ -41,6 +41,7 @@
 //! |---|---|
 //! | `cut` | taking a snapshot: the cut and the table → `*Snap` encoding |
 //! | `restore` | building a master from a snapshot, table by table, refusing contradictions |
+//! | `restore::objects` | the objects phase: a check pass in object order, shards built on two threads |
 //! | `claims` | which claimed offboarding progress a restored job keeps |
 
 mod claims;

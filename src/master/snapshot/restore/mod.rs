@@ -3,14 +3,22 @@
 //! naming it (see [the module doc](super)).
 //!
 //! Owns: [`Master::restore`], [`Master::restore_timed`], [`RestorePhases`] and the `Restorer`
-//! (one method per table). Derived state (segment and LocalDisk usage and key indexes, quota
-//! usage) is recomputed here from the objects, tasks and scratch, never read from the snapshot.
-//! The master being built is not shared with any other thread until it is returned, so its
-//! locks are uncontended; they are still taken in the master's order (never two shards, never
-//! two leaves). May not touch: the snapshot being read (borrowed immutably) or any other master.
-//! Which claimed offboarding progress is kept is decided in `claims.rs`.
+//! (one method per table; the objects phase, the bulk of a large restore, in `objects.rs`).
+//! Derived state (segment and LocalDisk usage and key indexes, quota usage) is recomputed here
+//! from the objects, tasks and scratch, never read from the snapshot.
+//!
+//! # Ground rules
+//!
+//! - The master being built is not shared with any other thread until it is returned, so its
+//!   locks are uncontended; they are still taken in the master's order (never two shards,
+//!   never two leaves).
+//! - Every phase runs on the calling thread except the objects phase, which from 16k objects
+//!   on builds the shards on the caller and one scoped helper thread (joined before the phase
+//!   ends; see `objects.rs` for the split and why its result and its error do not depend on the
+//!   threads' timing).
+//! - May not touch: the snapshot being read (borrowed immutably) or any other master. Which
+//!   claimed offboarding progress is kept is decided in `claims.rs`.
 
-use super::super::object::{Object, Replica, ReplicaKind};
 use super::super::offboard::Scratch;
 use super::super::segment::Segment;
 use super::super::task::{Task, TaskKind};
@@ -23,6 +31,8 @@ use crate::offboarding::ClientOffboardingJob;
 use crate::snapshot::*;
 use crate::sync::{Arc, CellArc};
 use std::collections::{BTreeMap, BTreeSet};
+
+mod objects;
 
 type Records = BTreeMap<(u128, u64), Arc<ClientLivenessRecord>>;
 
@@ -84,8 +94,8 @@ impl Master {
             snap,
             records: Records::new(),
             quota_used: BTreeMap::new(),
-            segments: BTreeMap::new(),
-            segment_keys: hashbrown::HashMap::new(),
+            segments: Vec::new(),
+            segment_ids: hashbrown::HashMap::default(),
         };
         let mut jobs = r.clients()?;
         phases.mark("records", &mut since);
@@ -128,11 +138,10 @@ struct Restorer<'m, 'a> {
     records: Records,
     /// Quota usage recomputed from what is restored.
     quota_used: BTreeMap<String, u64>,
-    /// The restored segments by name (one lookup per replica, no table lock).
-    segments: BTreeMap<&'a str, Arc<Segment>>,
-    /// Keys of the replicas on each restored segment, gathered by the objects phase and built
-    /// into the segment's key index in one bulk build at its end (see [`Restorer::objects`]).
-    segment_keys: hashbrown::HashMap<&'a str, Vec<&'a str>>,
+    /// The restored segments, in snapshot order (what the objects phase tallies by index).
+    segments: Vec<Arc<Segment>>,
+    /// Index into `segments` by name (one lookup per replica, no table lock).
+    segment_ids: hashbrown::HashMap<&'a str, u32, foldhash::fast::FixedState>,
 }
 
 impl<'a> Restorer<'_, 'a> {
@@ -179,7 +188,8 @@ impl<'a> Restorer<'_, 'a> {
                 .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             let seg = table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
             seg.mark_restored();
-            self.segments.insert(s.name.as_str(), seg);
+            self.segment_ids.insert(s.name.as_str(), self.segments.len() as u32);
+            self.segments.push(seg);
         }
         Ok(())
     }
@@ -224,129 +234,6 @@ impl<'a> Restorer<'_, 'a> {
             }
         }
         Ok(())
-    }
-
-    /// Objects, with their replicas charged to segments, disks and quotas.
-    ///
-    /// Built for the failover's critical path (`snapshot/restore_1m`): every shard's table is
-    /// sized once from a first pass over the keys, duplicate recencies are found with a hash set
-    /// sized up front, and each segment's key index (a `BTreeSet`) is bulk-built from its keys
-    /// at the end (sorted input, as a snapshot lists its objects, builds in linear time)
-    /// instead of by one descent per key.
-    fn objects(&mut self) -> Result<(), SnapshotError> {
-        let snap = self.snap;
-        self.presize_shards();
-        let mut touched =
-            hashbrown::HashSet::with_capacity_and_hasher(snap.objects.len(), foldhash::fast::FixedState::default());
-        for o in &snap.objects {
-            if o.replicas.is_empty() || o.size == 0 {
-                return Err(bad(format!("object {:?} has no replica or size 0", o.key)));
-            }
-            if !touched.insert(o.touched) {
-                return Err(bad(format!(
-                    "object {:?} (or its recency {}) listed twice",
-                    o.key, o.touched
-                )));
-            }
-            let mut replicas: Vec<Replica> = Vec::new();
-            for r in &o.replicas {
-                let replica = self.replica(o, r)?;
-                if replicas.iter().any(|x| same_place(x, &replica)) {
-                    return Err(bad(format!("object {:?} has two replicas in one place", o.key)));
-                }
-                replicas.push(replica);
-            }
-            let object = Object {
-                tenant: o.tenant.clone(),
-                size: o.size,
-                touched: o.touched,
-                replicas,
-                replication_task: o.replication_task,
-                tier_task: o.tier_task,
-                writer: None,
-            };
-            let mut shard = self.m.shards.lock_key(&o.key);
-            if shard.objects.contains_key(&o.key) {
-                return Err(bad(format!("object {:?} listed twice", o.key)));
-            }
-            shard.insert(&o.key, object, o.touched);
-        }
-        for (name, keys) in std::mem::take(&mut self.segment_keys) {
-            let index: BTreeSet<String> = keys.into_iter().map(str::to_owned).collect();
-            self.segments[name].alloc().keys = index;
-        }
-        Ok(())
-    }
-
-    /// Reserves each shard's object table for the objects the snapshot puts in it.
-    fn presize_shards(&self) {
-        let shards = &self.m.shards;
-        let mut counts = vec![0usize; shards.len()];
-        for o in &self.snap.objects {
-            counts[shards.index_of(&o.key)] += 1;
-        }
-        for (i, n) in counts.into_iter().enumerate() {
-            if n > 0 {
-                shards.lock(i).objects.reserve(n);
-            }
-        }
-    }
-
-    /// One replica, charged to its segment or disk and to the tenant's quota.
-    fn replica(&mut self, o: &'a ObjectSnap, r: &'a ReplicaSnap) -> Result<Replica, SnapshotError> {
-        let key = &o.key;
-        let replica = match r {
-            ReplicaSnap::Memory { segment, complete } => {
-                let (&name, seg) = self
-                    .segments
-                    .get_key_value(segment.as_str())
-                    .ok_or_else(|| bad(format!("object {key} on unknown segment {segment}")))?;
-                let seg = seg.clone();
-                {
-                    let mut a = seg.alloc();
-                    a.used = a.used.saturating_add(o.size);
-                    if a.used > seg.size {
-                        return Err(bad(format!("segment {segment} holds more than its size {}", seg.size)));
-                    }
-                }
-                self.segment_keys.entry(name).or_default().push(key);
-                let mut rep = Replica::memory(seg);
-                rep.complete = *complete;
-                rep
-            }
-            ReplicaSnap::LocalDisk {
-                owner,
-                incarnation,
-                complete,
-            } => {
-                let owner = self.owner(*owner, *incarnation, key)?;
-                let mut disks = lock(&self.m.local_disks);
-                let disk = disks
-                    .get_mut(&owner.client())
-                    .filter(|d| Arc::ptr_eq(&d.owner, &owner))
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "object {key} on the LocalDisk of client {}, which has none",
-                            owner.client()
-                        ))
-                    })?;
-                disk.used = disk.used.saturating_add(o.size);
-                if disk.used > disk.capacity {
-                    return Err(bad(format!(
-                        "LocalDisk of client {} holds more than its capacity {}",
-                        owner.client(),
-                        disk.capacity
-                    )));
-                }
-                disk.keys.insert(key.clone());
-                Replica {
-                    kind: ReplicaKind::LocalDisk { owner },
-                    complete: *complete,
-                }
-            }
-        };
-        self.charge(&o.tenant, o.size);
-        Ok(replica)
     }
 
     fn tasks(&mut self) -> Result<(), SnapshotError> {
@@ -491,13 +378,5 @@ impl<'a> Restorer<'_, 'a> {
         for (tenant, used) in std::mem::take(&mut self.quota_used) {
             quotas.entry(tenant).or_default().used = used;
         }
-    }
-}
-
-fn same_place(a: &Replica, b: &Replica) -> bool {
-    match (&a.kind, &b.kind) {
-        (ReplicaKind::Memory { segment: x, .. }, ReplicaKind::Memory { segment: y, .. }) => x.id == y.id,
-        (ReplicaKind::LocalDisk { owner: x }, ReplicaKind::LocalDisk { owner: y }) => Arc::ptr_eq(x, y),
-        _ => false,
     }
 }
