@@ -196,8 +196,9 @@ int main() {
         m.ping(1, 1);
         m.advance(100);
     }
-    // The offboarding job runs on a worker: wait (bounded) for the segment to go.
-    for (int i = 0; i < 2000 && m.segment_count() != 1; i++) {
+    // The offboarding job runs on a worker: wait (bounded) until it has completed, not just until
+    // its segments step erased the segment: the Offline barrier holds until the whole job is done.
+    for (int i = 0; i < 2000 && (m.segment_count() != 1 || m.core().stats().jobs_completed != 1); i++) {
         m.ping(1, 1);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
