@@ -1,26 +1,16 @@
 //! The asynchronous executor: same job, same steps, same outcome as synchronous mode; shutdown
 //! hands back every job it did not complete (invariant 18).
 
+mod common;
+
+use common::executor::{config, offline_jobs, OFFLINE_AT_MS};
 use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions};
 use mooncake_liveness::offboarding::executor::{Executor, ExecutorConfig, SharedSteps};
 use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Progress, Step};
-use mooncake_liveness::{ClientId, Clock, Liveness, LivenessConfig, ManualClock, Monitor, MountOutcome};
+use mooncake_liveness::{ClientId, Clock, ManualClock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn config() -> LivenessConfig {
-    LivenessConfig {
-        active_ttl_ms: 10_000,
-        suspicion_ttl_ms: 20_000,
-        stall_bound_ms: 1 << 40, // the test thread's pace is not a master stall
-        mass_suspicion_brake: false,
-        offboarding_workers: 2,
-        // The configuration switch: the master hands its jobs to the executor.
-        offboarding_mode: mooncake_liveness::config::OffboardingMode::Async,
-        ..LivenessConfig::default()
-    }
-}
 
 #[test]
 fn async_mode_offboards_like_sync_mode_with_retries() {
@@ -87,27 +77,6 @@ fn async_mode_offboards_like_sync_mode_with_retries() {
     assert!(!m.external_metadata().contains("sb"));
 }
 
-/// `n` clients mounted on a liveness core, left silent until each is committed Offline: their
-/// `n` jobs, and the core (the manual clock stays at 30 s, short of any retry).
-fn offline_jobs(n: u128) -> (Arc<Liveness>, Vec<ClientOffboardingJob>) {
-    let clock = Arc::new(ManualClock::new(0));
-    let live = Arc::new(Liveness::new(clock.clone() as Arc<dyn Clock>, config()));
-    let mut monitor = Monitor::new(&live);
-    for id in 0..n {
-        assert!(matches!(
-            live.mount(ClientId(id), None, |_| Ok::<(), ()>(())),
-            MountOutcome::Mounted { .. }
-        ));
-    }
-    let mut jobs = Vec::new();
-    for t in (100..=30_000).step_by(100) {
-        clock.set_ms(t);
-        jobs.extend(monitor.tick(&live).jobs);
-    }
-    assert_eq!(jobs.len() as u128, n);
-    (live, jobs)
-}
-
 /// Steps that take a little time, so a shutdown finds work left.
 struct Slow(AtomicUsize);
 
@@ -121,7 +90,7 @@ impl SharedSteps for Slow {
 
 #[test]
 fn shutdown_with_10_000_queued_jobs_completes_or_returns_every_one() {
-    let (live, jobs) = offline_jobs(10_000);
+    let (_, live, jobs) = offline_jobs(10_000);
     let completed = Arc::new(AtomicUsize::new(0));
     let counter = completed.clone();
     let cfg = ExecutorConfig {
@@ -158,7 +127,7 @@ impl SharedSteps for AlwaysFails {
 
 #[test]
 fn shutdown_hands_back_jobs_waiting_for_a_retry() {
-    let (live, jobs) = offline_jobs(3);
+    let (_, live, jobs) = offline_jobs(3);
     let exec = Executor::spawn(
         Arc::new(AlwaysFails),
         live.clone(),
@@ -184,7 +153,7 @@ fn shutdown_hands_back_jobs_waiting_for_a_retry() {
 /// shows them, and shutdown hands every one back.
 #[test]
 fn queued_counts_the_jobs_no_worker_took() {
-    let (live, jobs) = offline_jobs(3);
+    let (_, live, jobs) = offline_jobs(3);
     let cfg = ExecutorConfig {
         workers: 0,
         ..ExecutorConfig::from_config(&config())
@@ -220,7 +189,7 @@ impl SharedSteps for Gate {
 /// them: while a job is still queued, the job a worker is running is not interrupted.
 #[test]
 fn shutdown_lets_the_workers_drain_before_stopping_them() {
-    let (live, mut jobs) = offline_jobs(2);
+    let (_, live, mut jobs) = offline_jobs(2);
     let second = jobs.pop().unwrap();
     let first = jobs.pop().unwrap();
     assert_eq!(first.client(), ClientId(0));
@@ -265,7 +234,7 @@ fn shutdown_lets_the_workers_drain_before_stopping_them() {
 /// that never refills the bucket, one job starts and the other two wait (parked, attempt 0).
 #[test]
 fn only_first_attempts_take_a_rate_limit_token() {
-    let (live, jobs) = offline_jobs(3);
+    let (_, live, jobs) = offline_jobs(3);
     let cfg = ExecutorConfig {
         rate_per_sec: 1.0,
         burst: 1,
@@ -292,4 +261,114 @@ fn only_first_attempts_take_a_rate_limit_token() {
     assert_eq!(completed.load(Ordering::SeqCst), 1);
     assert_eq!(left.len(), 2);
     assert!(left.iter().all(|j| j.attempts() == 0), "held jobs never started");
+}
+
+/// Client 0's first attempt fails; every other step succeeds.
+struct FailsClient0Once;
+
+impl SharedSteps for FailsClient0Once {
+    fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        if job.client() == ClientId(0) && job.attempts() == 1 {
+            return Err(CleanupError::new(step, "first attempt fails"));
+        }
+        Ok(Progress::Done)
+    }
+}
+
+/// One worker, no rate limit, retries 5 ms after a failure.
+fn one_worker_retrying_after_5_ms() -> ExecutorConfig {
+    ExecutorConfig {
+        workers: 1,
+        batch_size: 1,
+        retry_backoff_ms: 5,
+        retry_max_backoff_ms: 5,
+        rate_per_sec: 1e9,
+        burst: 1 << 20,
+        ..ExecutorConfig::from_config(&config())
+    }
+}
+
+/// Spawns `steps` on `live` and records the clients it completes, in order.
+fn spawn_recording<T: SharedSteps>(
+    steps: T,
+    live: Arc<mooncake_liveness::Liveness>,
+    cfg: ExecutorConfig,
+) -> (Executor<T>, Arc<std::sync::Mutex<Vec<ClientId>>>) {
+    let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = completed.clone();
+    let exec = Executor::spawn(Arc::new(steps), live, cfg, move |done| {
+        seen.lock().unwrap().push(done.client)
+    })
+    .unwrap();
+    (exec, completed)
+}
+
+/// Waits (bounded: a deadline for a hung test, not a timing assertion) until `n` jobs completed.
+fn wait_for_completions(completed: &std::sync::Mutex<Vec<ClientId>>, n: usize) -> Vec<ClientId> {
+    let started = Instant::now();
+    loop {
+        let done = completed.lock().unwrap().clone();
+        if done.len() >= n {
+            return done;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{n} jobs never completed (done: {done:?})"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A retry due at `t` is taken when the clock reads exactly `t` (not one ms later): the job
+/// fails at 30 000 ms, is due at 30 005 ms, and the clock is held there until it completes.
+#[test]
+fn a_retry_is_taken_when_the_clock_reaches_its_due_time_exactly() {
+    let (clock, live, jobs) = offline_jobs(1);
+    let (exec, completed) = spawn_recording(FailsClient0Once, live, one_worker_retrying_after_5_ms());
+    exec.submit(jobs.into_iter().next().unwrap()).unwrap();
+    let started = Instant::now();
+    while exec.retrying() < 1 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the job never failed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(completed.lock().unwrap().is_empty());
+    clock.set_ms(OFFLINE_AT_MS + 5);
+    assert_eq!(wait_for_completions(&completed, 1), [ClientId(0)]);
+    assert!(exec.shutdown(Duration::ZERO).is_empty());
+}
+
+/// A job the rate limit held is parked for 10 ms before its bucket is checked again. At 30 000
+/// ms client 0 takes the only token and fails (retry due at +5 ms); client 1 finds the bucket
+/// empty (recheck due at +10 ms). With the clock moved to exactly +10 ms (the bucket refilled:
+/// 1 000 starts/s) both are due, and the retry table hands them over in due order: client 0's
+/// retry first. A recheck parked *earlier* than +10 ms would come first; one parked later would
+/// not be due.
+#[test]
+fn a_job_the_rate_limit_held_is_rechecked_10_ms_later() {
+    let (clock, live, jobs) = offline_jobs(2);
+    let cfg = ExecutorConfig {
+        rate_per_sec: 1_000.0,
+        burst: 1,
+        ..one_worker_retrying_after_5_ms()
+    };
+    let (exec, completed) = spawn_recording(FailsClient0Once, live, cfg);
+    for job in jobs {
+        exec.submit(job).unwrap();
+    }
+    let started = Instant::now();
+    while exec.retrying() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the two jobs were never parked"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(completed.lock().unwrap().is_empty());
+    clock.set_ms(OFFLINE_AT_MS + 10);
+    assert_eq!(
+        wait_for_completions(&completed, 2),
+        [ClientId(0), ClientId(1)],
+        "the retry due at +5 ms runs before the recheck due at +10 ms"
+    );
+    assert!(exec.shutdown(Duration::ZERO).is_empty());
 }

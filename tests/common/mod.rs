@@ -1,6 +1,7 @@
 //! Shared harness for integration tests: a liveness core on a manual clock, stepped tick by tick.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod executor;
 pub mod master;
 pub mod rng;
 

@@ -259,4 +259,56 @@ mod tests {
         assert!(l.is_empty());
         assert!(l.take_slot(1).is_empty());
     }
+
+    /// A buffer of `capacity` entries.
+    fn buffer(capacity: usize) -> Vec<Entry<u64>> {
+        Vec::with_capacity(capacity)
+    }
+
+    #[test]
+    fn recycle_keeps_at_most_the_spare_count_of_emptied_buffers() {
+        let mut l: Level<u64> = Level::new(0);
+        let mut used = buffer(16);
+        used.push(entry(7));
+        l.recycle(used);
+        assert_eq!(l.spare.len(), 1, "an emptied buffer is kept");
+        assert!(
+            l.spare[0].is_empty() && l.spare[0].capacity() >= 16,
+            "kept empty, with its capacity"
+        );
+        for _ in 0..3 {
+            l.recycle(buffer(16));
+        }
+        assert_eq!(l.spare.len(), SPARE_BUFFERS, "memory held stays bounded");
+    }
+
+    #[test]
+    fn recycle_keeps_only_buffers_with_capacity() {
+        let mut l: Level<u64> = Level::new(0);
+        l.recycle(Vec::new());
+        l.recycle(Vec::new());
+        assert!(l.spare.is_empty(), "a buffer without capacity saves nothing");
+        l.recycle(buffer(8));
+        assert_eq!(l.spare.len(), 1);
+    }
+
+    #[test]
+    fn a_bucket_that_starts_to_fill_takes_a_spare_buffer() {
+        let mut l = level_with(0, &[3]);
+        let taken = l.take_slot(3);
+        let capacity = taken.capacity();
+        l.recycle(taken);
+        l.push(entry(9));
+        assert!(l.spare.is_empty(), "the new bucket took the spare");
+        assert_eq!(l.slots[9].capacity(), capacity);
+    }
+
+    #[test]
+    fn debug_shows_the_level_its_occupancy_and_its_length() {
+        let l = level_with(1, &[64, 70, 200]);
+        assert_eq!(
+            format!("{l:?}"),
+            "Level { level: 1, occupied: 0x0000000000000000000000000000000a, len: 3, .. }"
+        );
+    }
 }

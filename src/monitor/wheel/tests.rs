@@ -448,3 +448,42 @@ fn pull_in_makes_later_entries_due_at_the_limit_and_keeps_earlier_ones() {
     wheel.pull_in(Tick(100));
     assert_eq!(poll(&mut wheel, 100), [500]);
 }
+
+#[test]
+fn len_and_is_empty_follow_inserts_and_fires() {
+    let mut wheel = Wheel::new(Tick(0));
+    assert!(wheel.is_empty());
+    wheel.insert(Tick(5), 5);
+    wheel.insert(Tick(0), 0); // due at once
+    assert_eq!(wheel.len(), 2);
+    assert!(!wheel.is_empty());
+    assert_eq!(poll(&mut wheel, 4), [0]);
+    assert_eq!(wheel.len(), 1);
+    assert!(!wheel.is_empty());
+    assert_eq!(poll(&mut wheel, 5), [5]);
+    assert!(wheel.is_empty());
+}
+
+#[test]
+fn slots_visited_counts_every_slot_looked_up() {
+    let mut wheel = Wheel::new(Tick(0));
+    wheel.insert(Tick(5), 5);
+    assert!(poll(&mut wheel, 3).is_empty());
+    assert_eq!(wheel.slots_visited, 1, "slot 5 looked up, due after `now`");
+    assert_eq!(poll(&mut wheel, 5), [5]);
+    assert_eq!(
+        wheel.slots_visited, 2,
+        "slot 5 looked up and fired; then the wheel is empty"
+    );
+}
+
+#[test]
+fn debug_shows_time_length_due_list_and_next_expiration() {
+    let mut wheel = Wheel::new(Tick(10));
+    wheel.insert(Tick(200), 200);
+    wheel.insert(Tick(3), 3);
+    assert_eq!(
+        format!("{wheel:?}"),
+        "Wheel { elapsed: Tick(10), len: 2, due: 1, next_expiration: Some(Tick(3)), .. }"
+    );
+}
