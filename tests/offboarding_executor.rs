@@ -230,6 +230,51 @@ fn shutdown_lets_the_workers_drain_before_stopping_them() {
     );
 }
 
+/// The drain covers the jobs the workers hold, not only the queue: a job taken just before
+/// shutdown (the queue already empty) runs to completion within the drain deadline instead of
+/// being interrupted at its next step and handed back.
+#[test]
+fn shutdown_lets_the_job_in_hand_finish_within_the_drain() {
+    let (_, live, mut jobs) = offline_jobs(1);
+    let only = jobs.pop().unwrap();
+    assert_eq!(only.client(), ClientId(0));
+    let gate = Arc::new(Gate {
+        entered: AtomicUsize::new(0),
+        open: std::sync::atomic::AtomicBool::new(false),
+    });
+    let cfg = ExecutorConfig {
+        workers: 1,
+        batch_size: 1,
+        ..ExecutorConfig::from_config(&config())
+    };
+    let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = completed.clone();
+    let exec = Executor::spawn(gate.clone(), live, cfg, move |done| {
+        seen.lock().unwrap().push(done.client)
+    })
+    .unwrap();
+    exec.submit(only).unwrap();
+    let started = Instant::now();
+    while gate.entered.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the worker never took the job"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The queue is empty now; the job is in the worker's hands, held in its first step.
+    let shutdown = std::thread::spawn(move || exec.shutdown(Duration::from_secs(60)));
+    // Give a shutdown that does not wait for the job in hand the time to stop the worker.
+    std::thread::sleep(Duration::from_millis(100));
+    gate.open.store(true, Ordering::SeqCst);
+    let left = shutdown.join().unwrap();
+    assert!(
+        left.is_empty() && completed.lock().unwrap().contains(&ClientId(0)),
+        "the job in hand was interrupted although the drain deadline was far (returned: {})",
+        left.len()
+    );
+}
+
 /// The rate limit takes a token for a job's *first* attempt: with a burst of one and a clock
 /// that never refills the bucket, one job starts and the other two wait (parked, attempt 0).
 #[test]

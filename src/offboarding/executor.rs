@@ -14,6 +14,11 @@
 //!   data-plane work interleaves with a large job. Ping never takes any of them.
 //! - A job is always in exactly one place: the queue, a worker's hands, the retry table, the
 //!   returned list, or completed. Shutdown collects the first four.
+//! - `busy` counts the jobs in workers' hands that came from the queue. A worker adds a batch
+//!   to it under the consumer lock, in the same critical section as the `pop_batch`, and
+//!   subtracts each job once it is processed; shutdown's drain reads the queue and `busy` under
+//!   that lock, so it never sees a job neither queued nor counted. (A retry a worker took just
+//!   before the drain began is not counted: shutdown may interrupt it, and it is handed back.)
 
 use super::brakes::TokenBucket;
 use super::queue::{self, Consumer, Producer, PushError};
@@ -23,7 +28,7 @@ use super::{
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::Liveness;
-use crate::sync::{thread, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -93,6 +98,8 @@ struct Inner<T: ?Sized> {
     returned: Mutex<Vec<ClientOffboardingJob>>,
     bucket: Mutex<TokenBucket>,
     seq: AtomicU64,
+    /// Jobs taken from the queue and not yet processed (see the ground rules).
+    busy: AtomicUsize,
     /// Workers stop taking new work from the queue once it is empty (shutdown drain).
     draining: AtomicBool,
     /// Workers stop now; jobs in hand are interrupted between batches and returned.
@@ -137,6 +144,7 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
             returned: Mutex::new(Vec::new()),
             bucket: Mutex::new(TokenBucket::new(config.rate_per_sec, config.burst, now)),
             seq: AtomicU64::new(0),
+            busy: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             liveness,
@@ -176,14 +184,15 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
         lock(&self.inner.retries).len()
     }
 
-    /// Stops accepting jobs, lets the workers drain the queue until it is empty or `deadline`
-    /// passes, then stops them and returns every job not completed — queued, waiting for a
-    /// retry, or interrupted — so the caller can persist it (e.g. in the next snapshot).
+    /// Stops accepting jobs, lets the workers drain the queue and finish the jobs they took from
+    /// it until none is left or `deadline` passes, then stops them and returns every job not
+    /// completed — queued, waiting for a retry, or interrupted — so the caller can persist it
+    /// (e.g. in the next snapshot).
     pub fn shutdown(mut self, deadline: Duration) -> Vec<ClientOffboardingJob> {
         let start = Instant::now();
         self.producer.close();
         self.inner.draining.store(true, Ordering::Release);
-        while start.elapsed() < deadline && !lock(&self.inner.consumer).is_empty() {
+        while start.elapsed() < deadline && self.inner.holds_work() {
             thread::sleep(Duration::from_millis(1));
         }
         self.inner.stop.store(true, Ordering::Release);
@@ -221,6 +230,8 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
             let depth = {
                 let mut consumer = lock(&self.consumer);
                 consumer.pop_batch(self.config.batch_size, &mut batch);
+                // Relaxed: published to shutdown by the consumer lock it reads `busy` under.
+                self.busy.fetch_add(batch.len(), Ordering::Relaxed);
                 consumer.len()
             };
             if !batch.is_empty() {
@@ -229,11 +240,20 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
             for job in batch.drain(..) {
                 idle = false;
                 self.process(job);
+                // Release: whatever processing the job did happens before shutdown sees it done.
+                self.busy.fetch_sub(1, Ordering::Release);
             }
             if idle {
                 thread::sleep(Duration::from_millis(1));
             }
         }
+    }
+
+    /// Is a job still queued or in a worker's hands (from the queue)? Shutdown's drain waits
+    /// while it is.
+    fn holds_work(&self) -> bool {
+        let consumer = lock(&self.consumer);
+        !consumer.is_empty() || self.busy.load(Ordering::Acquire) > 0
     }
 
     fn take_due_retries(&self) -> Vec<ClientOffboardingJob> {
