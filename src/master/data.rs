@@ -379,7 +379,7 @@ impl MasterCore {
             ReplicaKind::Memory { segment, .. } => segment.release(key, size),
             ReplicaKind::LocalDisk { owner } => {
                 if let Some(disk) = lock(&self.local_disks).get_mut(&owner.client()) {
-                    disk.used = disk.used.saturating_sub(size);
+                    disk.release(size);
                     disk.keys.remove(key);
                 }
             }

@@ -280,6 +280,8 @@ impl MasterCore {
                             capacity,
                             used: 0,
                             keys: Default::default(),
+                            held: 0,
+                            hold: false,
                         },
                     );
                     Ok(true)

@@ -128,6 +128,30 @@ pub struct LocalDisk {
     pub used: u64,
     /// Keys with a LocalDisk replica here.
     pub keys: BTreeSet<String>,
+    /// Bytes released while a snapshot runs, still counted in `used` until it ends (as
+    /// `Segment::hold_frees` does for segments).
+    pub held: u64,
+    /// A snapshot is running: releases are held.
+    pub hold: bool,
+}
+
+impl LocalDisk {
+    /// Releases `size` bytes (held until the running snapshot ends, if one runs).
+    pub(crate) fn release(&mut self, size: u64) {
+        if self.hold {
+            self.held = self.held.saturating_add(size);
+        } else {
+            self.used = self.used.saturating_sub(size);
+        }
+    }
+
+    /// Starts or ends holding releases for a snapshot (see `Segment::hold_frees`).
+    pub(crate) fn hold_frees(&mut self, hold: bool) {
+        self.hold = hold;
+        if !hold {
+            self.used = self.used.saturating_sub(std::mem::take(&mut self.held));
+        }
+    }
 }
 
 /// The reference master: the shared state ([`MasterCore`], where every request path lives)

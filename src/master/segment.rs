@@ -62,10 +62,15 @@ pub struct SegmentId(pub(crate) u32);
 /// Allocator accounting of one segment (the leaf lock).
 #[derive(Debug, Default)]
 pub struct SegmentAlloc {
-    /// Bytes allocated.
+    /// Bytes allocated (including `held`).
     pub used: u64,
     /// Keys with a replica here.
     pub keys: BTreeSet<String>,
+    /// Bytes released while a snapshot runs, still counted in `used` until it ends (see
+    /// `Segment::hold_frees`).
+    pub held: u64,
+    /// A snapshot is running: releases are held.
+    pub hold: bool,
 }
 
 /// One mounted memory segment.
@@ -177,11 +182,29 @@ impl Segment {
         true
     }
 
-    /// Releases `size` bytes of `key`.
+    /// Releases `size` bytes of `key` (held until the running snapshot ends, if one runs).
     pub(crate) fn release(&self, key: &str, size: u64) {
         let mut a = self.alloc();
-        a.used = a.used.saturating_sub(size);
+        if a.hold {
+            a.held = a.held.saturating_add(size);
+        } else {
+            a.used = a.used.saturating_sub(size);
+        }
         a.keys.remove(key);
+    }
+
+    /// Starts (`true`) or ends (`false`) holding releases for a snapshot. While it holds, space
+    /// freed here cannot be allocated again: a snapshot copies shards one at a time, and space
+    /// freed by a Remove in a shard already copied, then taken by a Put in a shard copied
+    /// later, would be counted twice in the snapshot, which restore refuses as a segment
+    /// holding more than its size (found by `tests/master_stress.rs`). Ending releases what
+    /// was held. The flag and the bytes live under the allocator lock, as `used` does.
+    pub(crate) fn hold_frees(&self, hold: bool) {
+        let mut a = self.alloc();
+        a.hold = hold;
+        if !hold {
+            a.used = a.used.saturating_sub(std::mem::take(&mut a.held));
+        }
     }
 }
 

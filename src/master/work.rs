@@ -278,7 +278,7 @@ impl MasterCore {
         let size = obj.size;
         if t.kind == TaskKind::Offload {
             if let Some(disk) = lock(&self.local_disks).get_mut(&t.executor.client()) {
-                disk.used = disk.used.saturating_sub(size);
+                disk.release(size);
             }
         } else if let Some(target) = t.target_id() {
             self.remove_replicas_in(shard, &t.key, |r| r.segment() == Some(target) && !r.complete, refunds);

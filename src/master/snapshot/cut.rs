@@ -24,10 +24,39 @@ fn key_prefix(key: &str) -> u128 {
     u128::from_be_bytes(buf)
 }
 
+/// Holds every segment's and LocalDisk's releases while a snapshot copies the shards (the
+/// gate is held, so no segment or disk comes or goes meanwhile); dropping it lets them go.
+struct HoldFrees<'a>(&'a MasterCore);
+
+impl<'a> HoldFrees<'a> {
+    fn start(m: &'a MasterCore) -> Self {
+        hold_all(m, true);
+        Self(m)
+    }
+}
+
+impl Drop for HoldFrees<'_> {
+    fn drop(&mut self) {
+        hold_all(self.0, false);
+    }
+}
+
+/// Each segment's allocator, then the LocalDisk table, one leaf at a time.
+fn hold_all(m: &MasterCore, hold: bool) {
+    for s in m.segments().iter() {
+        s.hold_frees(hold);
+    }
+    for d in lock(&m.local_disks).values_mut() {
+        d.hold_frees(hold);
+    }
+}
+
 impl MasterCore {
     /// Captures the master's metadata while requests run (see the module doc).
     pub fn snapshot(&self) -> Snapshot {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        // Before any shard is copied (see `Segment::hold_frees`); released on every exit.
+        let _hold = HoldFrees::start(self);
         let segments = self.segment_snaps();
         let local_disks = lock(&self.local_disks).values().map(local_disk_snap).collect();
         let external = lock(&self.external).entries();

@@ -25,7 +25,12 @@
 //! Derived state is not trusted across the cut: segment usage and key indexes, LocalDisk usage
 //! and keys, and quota usage are recomputed at restore from the objects, tasks and scratch the
 //! snapshot holds (they are sums over them), so they balance whatever moment each shard was
-//! copied at.
+//! copied at. One sum needs more: space freed in a shard already copied and allocated again
+//! by a Put in a shard copied later would be counted twice, a segment (or LocalDisk) holding
+//! more than its size, which restore refuses. So while a snapshot runs, releases are *held*
+//! (`Segment::hold_frees`): the bytes stay counted as used until the snapshot ends, and every
+//! allocation during it comes from space that was free when it began. The price: space freed
+//! during a snapshot is not reusable until it ends.
 //!
 //! # Restoring
 //!

@@ -213,6 +213,8 @@ impl<'a> Restorer<'_, 'a> {
                 capacity: d.capacity,
                 used: 0,
                 keys: Default::default(),
+                held: 0,
+                hold: false,
             };
             disks.insert(ClientId(d.client), disk);
         }
