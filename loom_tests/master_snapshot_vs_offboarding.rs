@@ -32,10 +32,8 @@
 mod master_common;
 
 use loom::thread;
-use master_common::{config, invariants, model, Rig, SURVIVOR_SEG, VICTIM, VICTIM_SEG};
-use mooncake_liveness::master::{Master, MasterOptions, OffboardingDriver};
-use mooncake_liveness::snapshot::Snapshot;
-use mooncake_liveness::{Clock, ManualClock};
+use master_common::{invariants, model, Rig, SURVIVOR_SEG, VICTIM, VICTIM_SEG};
+use mooncake_liveness::master::OffboardingDriver;
 
 #[test]
 fn master_snapshot_vs_offboarding() {
@@ -69,20 +67,9 @@ fn master_snapshot_vs_offboarding() {
                     "after the job"
                 }
             });
-            let snap = Snapshot::decode(&snap.encode()).expect("a snapshot decodes");
-            let clock = std::sync::Arc::new(ManualClock::new(rig.clock.now_ms()));
-            let options = MasterOptions {
-                registry_shards: 2,
-                metadata_shards: 2,
-                offboarding: OffboardingDriver::Inline,
-                ..MasterOptions::default()
-            };
-            let restored = Master::restore(clock.clone() as std::sync::Arc<dyn Clock>, config(), options, &snap)
+            let r = rig
+                .restore(&snap)
                 .unwrap_or_else(|e| panic!("a snapshot taken during offboarding does not restore: {e}"));
-            let r = Rig {
-                clock,
-                m: loom::sync::Arc::new(restored),
-            };
             r.quiesce();
             invariants::assert_clean(&r.m);
             let mut k2: Vec<String> =

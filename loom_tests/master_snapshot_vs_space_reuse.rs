@@ -21,10 +21,8 @@
 mod master_common;
 
 use loom::thread;
-use master_common::{config, invariants, model, Rig};
-use mooncake_liveness::master::{Master, MasterOptions, OffboardingDriver};
-use mooncake_liveness::snapshot::Snapshot;
-use mooncake_liveness::{Clock, ManualClock};
+use master_common::{invariants, model, Rig};
+use mooncake_liveness::master::OffboardingDriver;
 
 /// The first key `prefix{i}` the master puts in `shard`.
 fn key_in(rig: &Rig, prefix: &str, shard: usize) -> String {
@@ -49,15 +47,7 @@ fn master_snapshot_vs_space_reuse() {
         seen.saw(if stored { "y stored" } else { "y refused" });
         let snap = snap.join().unwrap();
         invariants::assert_clean(&rig.m);
-        let snap = Snapshot::decode(&snap.encode()).expect("a snapshot decodes");
-        let clock = std::sync::Arc::new(ManualClock::new(rig.clock.now_ms()));
-        let options = MasterOptions {
-            registry_shards: 2,
-            metadata_shards: 2,
-            offboarding: OffboardingDriver::Inline,
-            ..MasterOptions::default()
-        };
-        if let Err(e) = Master::restore(clock as std::sync::Arc<dyn Clock>, config(), options, &snap) {
+        if let Err(e) = rig.restore(&snap) {
             panic!("a snapshot taken while space was reused does not restore: {e}");
         }
     });

@@ -185,46 +185,69 @@ impl SharedSteps for Gate {
     }
 }
 
+/// Client 0's job held in its first step by a [`Gate`], on a one-worker executor that records
+/// the clients it completes; returns once the worker holds it (the queue is empty again).
+struct HeldJob {
+    exec: Executor<Gate>,
+    gate: Arc<Gate>,
+    completed: Arc<std::sync::Mutex<Vec<ClientId>>>,
+}
+
+impl HeldJob {
+    fn start(live: Arc<mooncake_liveness::Liveness>, first: ClientOffboardingJob) -> Self {
+        assert_eq!(first.client(), ClientId(0));
+        let gate = Arc::new(Gate {
+            entered: AtomicUsize::new(0),
+            open: std::sync::atomic::AtomicBool::new(false),
+        });
+        let cfg = ExecutorConfig {
+            workers: 1,
+            batch_size: 1,
+            ..ExecutorConfig::from_config(&config())
+        };
+        let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = completed.clone();
+        let exec = Executor::spawn(gate.clone(), live, cfg, move |done| {
+            seen.lock().unwrap().push(done.client)
+        })
+        .unwrap();
+        exec.submit(first).unwrap();
+        let started = Instant::now();
+        while gate.entered.load(Ordering::SeqCst) == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the worker never took the job"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Self { exec, gate, completed }
+    }
+
+    /// Shuts down with a far deadline on another thread, lets the held job go 100 ms later (the
+    /// time a shutdown that does not wait would need to stop the worker), and returns what
+    /// shutdown handed back and whether client 0's job completed.
+    fn shut_down_then_release(self) -> (Vec<ClientOffboardingJob>, bool) {
+        let Self { exec, gate, completed } = self;
+        let shutdown = std::thread::spawn(move || exec.shutdown(Duration::from_secs(60)));
+        std::thread::sleep(Duration::from_millis(100));
+        gate.open.store(true, Ordering::SeqCst);
+        let left = shutdown.join().unwrap();
+        let done = completed.lock().unwrap().contains(&ClientId(0));
+        (left, done)
+    }
+}
+
 /// Shutdown first lets the workers drain the queue (up to its deadline) and only then stops
 /// them: while a job is still queued, the job a worker is running is not interrupted.
 #[test]
 fn shutdown_lets_the_workers_drain_before_stopping_them() {
     let (_, live, mut jobs) = offline_jobs(2);
     let second = jobs.pop().unwrap();
-    let first = jobs.pop().unwrap();
-    assert_eq!(first.client(), ClientId(0));
-    let gate = Arc::new(Gate {
-        entered: AtomicUsize::new(0),
-        open: std::sync::atomic::AtomicBool::new(false),
-    });
-    let cfg = ExecutorConfig {
-        workers: 1,
-        batch_size: 1,
-        ..ExecutorConfig::from_config(&config())
-    };
-    let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = completed.clone();
-    let exec = Executor::spawn(gate.clone(), live, cfg, move |done| {
-        seen.lock().unwrap().push(done.client)
-    })
-    .unwrap();
-    exec.submit(first).unwrap();
-    let started = Instant::now();
-    while gate.entered.load(Ordering::SeqCst) == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the worker never took the job"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    exec.submit(second).unwrap(); // queued behind the running job
-    let shutdown = std::thread::spawn(move || exec.shutdown(Duration::from_secs(60)));
-    // Give a shutdown that does not wait for the drain the time to stop the worker.
-    std::thread::sleep(Duration::from_millis(100));
-    gate.open.store(true, Ordering::SeqCst);
-    let left = shutdown.join().unwrap();
+    let held = HeldJob::start(live, jobs.pop().unwrap());
+    held.exec.submit(second).unwrap(); // queued behind the running job
+    let (left, done) = held.shut_down_then_release();
     assert!(
-        completed.lock().unwrap().contains(&ClientId(0)),
+        done,
         "the running job was interrupted while a job was still queued (returned: {})",
         left.len()
     );
@@ -236,40 +259,10 @@ fn shutdown_lets_the_workers_drain_before_stopping_them() {
 #[test]
 fn shutdown_lets_the_job_in_hand_finish_within_the_drain() {
     let (_, live, mut jobs) = offline_jobs(1);
-    let only = jobs.pop().unwrap();
-    assert_eq!(only.client(), ClientId(0));
-    let gate = Arc::new(Gate {
-        entered: AtomicUsize::new(0),
-        open: std::sync::atomic::AtomicBool::new(false),
-    });
-    let cfg = ExecutorConfig {
-        workers: 1,
-        batch_size: 1,
-        ..ExecutorConfig::from_config(&config())
-    };
-    let completed = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = completed.clone();
-    let exec = Executor::spawn(gate.clone(), live, cfg, move |done| {
-        seen.lock().unwrap().push(done.client)
-    })
-    .unwrap();
-    exec.submit(only).unwrap();
-    let started = Instant::now();
-    while gate.entered.load(Ordering::SeqCst) == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the worker never took the job"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    // The queue is empty now; the job is in the worker's hands, held in its first step.
-    let shutdown = std::thread::spawn(move || exec.shutdown(Duration::from_secs(60)));
-    // Give a shutdown that does not wait for the job in hand the time to stop the worker.
-    std::thread::sleep(Duration::from_millis(100));
-    gate.open.store(true, Ordering::SeqCst);
-    let left = shutdown.join().unwrap();
+    let held = HeldJob::start(live, jobs.pop().unwrap());
+    let (left, done) = held.shut_down_then_release();
     assert!(
-        left.is_empty() && completed.lock().unwrap().contains(&ClientId(0)),
+        left.is_empty() && done,
         "the job in hand was interrupted although the drain deadline was far (returned: {})",
         left.len()
     );

@@ -145,6 +145,25 @@ impl Rig {
         self.m.liveness().registry().get(id).map(|r| r.state())
     }
 
+    /// `snap` encoded, decoded and restored into a fresh master of the same shape (2 registry
+    /// and 2 metadata shards, inline offboarding) on a clock at this rig's now.
+    pub fn restore(
+        &self,
+        snap: &mooncake_liveness::snapshot::Snapshot,
+    ) -> Result<Rig, mooncake_liveness::snapshot::SnapshotError> {
+        use mooncake_liveness::snapshot::Snapshot;
+        let snap = Snapshot::decode(&snap.encode()).expect("a snapshot decodes");
+        let clock = std::sync::Arc::new(ManualClock::new(self.clock.now_ms()));
+        let options = MasterOptions {
+            registry_shards: 2,
+            metadata_shards: 2,
+            offboarding: OffboardingDriver::Inline,
+            ..MasterOptions::default()
+        };
+        let m = Master::restore(clock.clone() as std::sync::Arc<dyn Clock>, config(), options, &snap)?;
+        Ok(Rig { clock, m: Arc::new(m) })
+    }
+
     /// After the victim's job completed: nothing of it is left and everything balances.
     pub fn assert_victim_gone_and_clean(&self) {
         assert_eq!(self.victim_state(), None, "the victim's record survived its job");
