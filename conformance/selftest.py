@@ -1,11 +1,15 @@
-"""The comparison must be able to fail: ``python -m conformance.selftest`` feeds
+"""The comparison must be able to fail: ``python -m conformance.selftest --bin BIN`` feeds
 :func:`conformance.report.disagreements` predictions that are wrong in one way each and checks
-that each is caught (run by ``scripts/conformance.sh`` before the cases)."""
+that each is caught, then checks the master-pause trace against the model in both orders of the
+race at the resume (run by ``scripts/conformance.sh`` before the cases)."""
 
+import argparse
 import copy
+import json
 import sys
 
-from .cases import Observed
+from . import trace
+from .cases import Observed, Schedule
 from .report import disagreements
 
 REAL = Observed(
@@ -31,7 +35,57 @@ def wrong(**changes):
     return p
 
 
+# A master pause as run 6 of 2026-12-03 recorded it (ms since the master started): A pinged
+# at 369 ms past each second, V at 481; the master stopped at 3421 for 8 s. Main's monitor drains
+# each Ping at its next tick, so if the monitor beats the buffered Pings at the resume, a client
+# expires when its last Ping before the pause was drained already: V alone when the last tick
+# came in (2481, 3369), both in (3369, 3421], none in (2421, 2481). Never A alone.
+PAUSE = Schedule(
+    ttl_s=3,
+    clients={"A": (1369, "a:1"), "V": (1481, "v:1")},
+    master_pause=(3421, 11423),
+    placement={"A": 77, "V": 123},
+    puts_ms=3421,
+    before_ms=3421,
+    after_ms=15423,
+)
+
+
+def paused(expired):
+    kept = {h: n for h, n in PAUSE.placement.items() if h not in expired}
+    return Observed(
+        expired=expired,
+        expiry_delay_s={c: 8.0 for c in expired},
+        visible_before=dict(PAUSE.placement),
+        visible_after=kept,
+        remounted={c: True for c in expired},
+    )
+
+
+def monitor_first_agrees(binary, expired):
+    for phase in range(0, 1000, 10):
+        p = trace.predict(trace.monitor_first(PAUSE, phase), binary, "legacy", phase)
+        if not disagreements(paused(expired), p):
+            return True
+    return False
+
+
+def check_master_pause(binary):
+    lines, _ = trace.build(PAUSE, "legacy")
+    ops = [json.loads(line).get("op") for line in lines[1:]]
+    stall = ops.index("stall")
+    assert ops.count("get") == 3 * 200 and ops.index("get") < stall, "the probe before the pause, in its ms"
+    assert disagreements(paused([]), trace.predict(PAUSE, binary, "legacy"), 3) == [], "pings first: none"
+    for expired in (["V"], ["A", "V"], []):
+        assert monitor_first_agrees(binary, expired), f"monitor first: {expired} not reachable"
+    assert not monitor_first_agrees(binary, ["A"]), "not caught: A expired alone"
+    return 1, 4  # wrong predictions caught, right ones accepted
+
+
 def main():
+    ap = argparse.ArgumentParser(prog="python -m conformance.selftest")
+    ap.add_argument("--bin", required=True, help="the mooncake-liveness binary")
+    args = ap.parse_args()
     assert disagreements(REAL, AGREES, 3) == [], disagreements(REAL, AGREES, 3)
     cases = {
         "no expiry": wrong(expired=[]),
@@ -47,7 +101,8 @@ def main():
     late = copy.deepcopy(REAL)
     late.expiry_delay_s = {"V": 4.6}
     assert disagreements(late, AGREES, 3), "not caught: expiry outside the window"
-    print(f"selftest: {len(cases) + 1} wrong predictions caught, 1 right one accepted")
+    caught, accepted = check_master_pause(args.bin)
+    print(f"selftest: {len(cases) + 1 + caught} wrong predictions caught, {1 + accepted} right ones accepted")
     return 0
 
 

@@ -4,13 +4,15 @@ The trace follows the real clients' protocol: mount, ReMount 10 ms later (their 
 answers ``NEED_REMOUNT`` at once), a Ping every second from the mount on, nothing while
 silent, and on resuming a Ping and a ReMount (a no-op for a client that is still ready). A
 master pause is a ``stall``; each client's Ping sent during it is buffered and handled when the
-master resumes, before its next tick (as observed). The objects are put at the time the real
+master resumes, before its next tick (the usual order; :func:`monitor_first` gives the other),
+followed by the client's ReMount (what it sends when the Ping answers ``NEED_REMOUNT``). The objects are put at the time the real
 ones were, counted per holder: each holder's segment in the trace is sized to hold exactly the
 objects the real master placed on it, so the model's allocation reproduces the real placement
 counts (which key lands where differs; what is compared is counted per holder). ``get`` probes at the real probes' times count what is visible; a last probe 30 s later
 shows where ``rfc`` ends up.
 """
 
+import dataclasses
 import json
 import subprocess
 
@@ -46,7 +48,9 @@ def build(sched, policy):
     ops = []  # (t_ms, sequence, op)
 
     def add(t, op):
-        ops.append((t, len(ops), dict(t_ms=t, **op)))
+        # A stall sorts after everything else at its millisecond: what the harness did in that
+        # millisecond (the probe before the fault, a ping) happened before it stopped the master.
+        ops.append((t, op["op"] == "stall", len(ops), dict(t_ms=t, **op)))
 
     for name, (mount_ms, segment) in sorted(sched.clients.items()):
         spec = [{"segment": segment, "size": _size(sched, name)}]
@@ -63,7 +67,10 @@ def build(sched, policy):
                 add(t, {"op": "ping", "client": name})
             t += 1000
         if buffered:
+            # The buffered Ping, then the ReMount the client sends if it answered NEED_REMOUNT
+            # (the monitor ran first and expired it); a no-op for a client that is still ready.
             add(sched.master_pause[1], {"op": "ping", "client": name})
+            add(sched.master_pause[1], {"op": "remount", "client": name, "segments": spec})
         for a, b in sched.silent.get(name, []):
             if b is None:
                 continue
@@ -88,11 +95,11 @@ def build(sched, policy):
     for t in (sched.before_ms, sched.after_ms, end_ms):
         for k in keys:
             add(t, {"op": "get", "key": k})
-    ops.sort(key=lambda o: (o[0], o[1]))
+    ops.sort(key=lambda o: o[:3])
     # Nothing may come between a stall and its end (the trace contract): later ops wait for it.
     lines = [json.dumps({"config": config})]
     stall_end = None
-    for t, _, op in ops:
+    for t, _, _, op in ops:
         if stall_end is not None and t < stall_end:
             continue  # pings scheduled inside the pause (handled as buffered ones above)
         lines.append(json.dumps(op))
@@ -115,8 +122,32 @@ def replay(binary, lines, policy):
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
-def predict(sched, binary, policy):
-    """What ``policy`` predicts: the same fields as :class:`conformance.cases.Observed`."""
+def monitor_first(sched, phase_ms, tick_ms=1000):
+    """``sched`` for the other order of a master pause: main's monitor tick runs before the
+    buffered Pings. The real master's tick phase is not observed (its monitor thread starts some
+    time after the process), so every time is moved ``phase_ms`` later against the model's
+    ticks, and the pause ends on a tick, which the trace runs before the Pings of its
+    millisecond. :func:`predict` with ``shift_ms=phase_ms`` reports times on ``sched``'s clock."""
+
+    def mv(t):
+        return None if t is None else t + phase_ms
+
+    a, b = sched.master_pause
+    return dataclasses.replace(
+        sched,
+        clients={n: (mv(m), seg) for n, (m, seg) in sched.clients.items()},
+        silent={n: [(mv(x), mv(y)) for x, y in v] for n, v in sched.silent.items()},
+        master_pause=(mv(a), -(-mv(b) // tick_ms) * tick_ms),
+        puts_ms=mv(sched.puts_ms),
+        in_flight=sched.in_flight and (*sched.in_flight[:2], mv(sched.in_flight[2]), mv(sched.in_flight[3])),
+        before_ms=mv(sched.before_ms),
+        after_ms=mv(sched.after_ms),
+    )
+
+
+def predict(sched, binary, policy, shift_ms=0):
+    """What ``policy`` predicts: the same fields as :class:`conformance.cases.Observed`;
+    ``shift_ms`` is taken off the expiry times (see :func:`monitor_first`)."""
     lines, (before, after, end) = build(sched, policy)
     out = replay(binary, lines, policy)
     gone_kind = "expired" if policy == "legacy" else "offboarded"
@@ -148,7 +179,7 @@ def predict(sched, binary, policy):
     return {
         "expired": sorted(c for c, t in expired_at.items() if t <= after),
         "expired_by_end": sorted(expired_at),
-        "expiry_at_ms": expired_at,
+        "expiry_at_ms": {c: t - shift_ms for c, t in expired_at.items()},
         "suspected": sorted(suspected),
         "visible_before": visible[before],
         "visible_after": visible[after],

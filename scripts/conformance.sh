@@ -49,10 +49,10 @@ if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r conform
     die "PyPI refused or failed to serve the pinned packages of conformance/requirements.txt (mooncake-transfer-engine-non-cuda); nothing was checked"
 fi
 
-"$VENV/bin/python" -m conformance.selftest || die "the comparison's self-test failed"
-
 cargo build --quiet --bin mooncake-liveness
 BIN=$ROOT/target/debug/mooncake-liveness
+
+"$VENV/bin/python" -m conformance.selftest --bin "$BIN" || die "the comparison's self-test failed"
 
 driver=""
 cleanup() {
