@@ -52,7 +52,7 @@ def main():
             bad = report.disagreements(real, legacy, args.ttl)
             if bad and sched.master_pause:
                 # Main's monitor and the buffered Pings race when the master resumes (the Pings
-                # won in 8 of 10 runs on 2026-12-03). In the other order the monitor expires
+                # won in 14 of 17 runs on 2026-12-03). In the other order the monitor expires
                 # every client whose last Ping it had already drained before the pause; which
                 # ones depends on its tick's phase, which is not observed: try each phase (10 ms
                 # steps). The expiry then comes at the resume, not a TTL after the fault, so the
