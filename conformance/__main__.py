@@ -61,6 +61,8 @@ def main():
                     alt = trace.predict(trace.monitor_first(sched, phase), args.bin, "legacy", phase)
                     if not report.disagreements(real, alt):
                         legacy, bad = alt, []
+                        # rfc in the same order, so its column shows what it would have done.
+                        rfc = trace.predict(trace.monitor_first(sched, phase), args.bin, "rfc", phase)
                         real.notes = (
                             "the monitor ran before the buffered Pings this time; legacy agrees in "
                             f"that order with its ticks {(1000 - phase) % 1000} ms past each second of its clock"

@@ -337,7 +337,7 @@ impl SimReport {
                 } else if w.master_pause_ticks_first {
                     " (on resume the monitor checks before the buffered pings)"
                 } else {
-                    " (on resume the buffered pings are applied first, as observed)"
+                    " (on resume the buffered pings are applied first: the real master's usual order)"
                 }
             ));
             out.push(format!(
