@@ -40,6 +40,7 @@ fn smoke() {
     assert_eq!(consumer.pop(), None);
     producer.push(7).unwrap();
     assert_eq!((producer.len(), consumer.len()), (1, 1));
+    assert!(!producer.is_empty() && !consumer.is_empty(), "one job queued");
     assert_eq!(consumer.pop(), Some(7));
     assert_eq!(consumer.pop(), None);
     assert_eq!(consumer.pop_wait(|| true), None, "count 0: pop_wait must not wait");
@@ -77,6 +78,7 @@ fn closed_hands_back() {
     let (producer, mut consumer) = channel::<String>(8);
     producer.push("a".into()).unwrap();
     producer.push("b".into()).unwrap();
+    assert!(!producer.is_closed() && !consumer.is_closed(), "open until closed");
     assert!(producer.close(), "first close");
     assert!(!consumer.close(), "second close is a no-op");
     assert!(producer.is_closed() && consumer.is_closed());
