@@ -44,11 +44,35 @@ fn smoke() {
     assert_eq!(consumer.pop(), Some(7));
     assert_eq!(consumer.pop(), None);
     assert_eq!(consumer.pop_wait(|| true), None, "count 0: pop_wait must not wait");
-    assert_eq!(producer.capacity(), 4);
+    assert_eq!((producer.capacity(), consumer.capacity()), (4, 4));
     assert_eq!(
         format!("{producer:?}"),
         "Producer { len: 0, capacity: 4, closed: false, .. }"
     );
+    producer.push(8).unwrap();
+    assert_eq!(consumer.pop_wait(|| true), Some(8), "a queued job is returned at once");
+    assert!(consumer.close(), "the consumer's close is the first one");
+    assert!(format!("{consumer:?}").starts_with("Consumer {"), "{consumer:?}");
+}
+
+#[test]
+fn the_consumer_gives_slots_back_in_bulk() {
+    // Capacity 1024: slots are owed until 16 are (1/64 of the capacity) or the queue is found
+    // empty ("Lazy release"), so a pop per job does not write the word every push CASes.
+    let (producer, mut consumer) = channel::<u32>(1024);
+    for i in 0..20 {
+        producer.push(i).unwrap();
+    }
+    let mut out = Vec::new();
+    assert_eq!(consumer.pop_batch(1, &mut out), 1, "a full batch: the queue was not found empty");
+    assert_eq!(producer.len(), 20, "the popped slot is still owed");
+    assert_eq!(consumer.len(), 19, "the consumer does not count what it owes");
+    for _ in 0..15 {
+        consumer.pop_batch(1, &mut out);
+    }
+    assert_eq!((producer.len(), consumer.len()), (4, 4), "16 owed: given back at once");
+    assert_eq!(consumer.pop_batch(10, &mut out), 4, "stops at the empty queue");
+    assert_eq!((producer.len(), consumer.len()), (0, 0), "found empty: every owed slot back");
 }
 
 #[test]
