@@ -64,7 +64,11 @@ fn the_consumer_gives_slots_back_in_bulk() {
         producer.push(i).unwrap();
     }
     let mut out = Vec::new();
-    assert_eq!(consumer.pop_batch(1, &mut out), 1, "a full batch: the queue was not found empty");
+    assert_eq!(
+        consumer.pop_batch(1, &mut out),
+        1,
+        "a full batch: the queue was not found empty"
+    );
     assert_eq!(producer.len(), 20, "the popped slot is still owed");
     assert_eq!(consumer.len(), 19, "the consumer does not count what it owes");
     for _ in 0..15 {
@@ -72,7 +76,11 @@ fn the_consumer_gives_slots_back_in_bulk() {
     }
     assert_eq!((producer.len(), consumer.len()), (4, 4), "16 owed: given back at once");
     assert_eq!(consumer.pop_batch(10, &mut out), 4, "stops at the empty queue");
-    assert_eq!((producer.len(), consumer.len()), (0, 0), "found empty: every owed slot back");
+    assert_eq!(
+        (producer.len(), consumer.len()),
+        (0, 0),
+        "found empty: every owed slot back"
+    );
 }
 
 #[test]
