@@ -215,4 +215,23 @@ mod tests {
         assert_eq!(handle.ttls_ms(), (7_000, 9_000));
         assert_eq!(handle.load().active_ttl_ms, 7_000);
     }
+
+    #[test]
+    fn reloads_leave_their_lowest_ttls_until_taken_and_a_guard_shows_its_config() {
+        let handle = ConfigHandle::new(config_with_ttls(7_000, 9_000));
+        assert_eq!(handle.take_lowest_ttls_ms(), (u64::MAX, u64::MAX), "no reload yet");
+        handle.reload(config_with_ttls(2_000, 5_000)).unwrap();
+        handle.reload(config_with_ttls(4_000, 3_000)).unwrap();
+        assert_eq!(
+            handle.take_lowest_ttls_ms(),
+            (2_000, 3_000),
+            "the shortest of each since"
+        );
+        assert_eq!(handle.take_lowest_ttls_ms(), (u64::MAX, u64::MAX), "taken");
+        let shown = format!("{:?}", handle.load());
+        assert!(
+            shown.starts_with("ConfigGuard(LivenessConfig {") && shown.contains("4000"),
+            "{shown}"
+        );
+    }
 }
