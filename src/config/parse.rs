@@ -187,6 +187,7 @@ mod tests {
             (json!(0.0005), 1), // rounds to 1 ms
             (json!(60.0), 60_000),
             (json!(315_360_000), MAX_DURATION_MS),
+            (json!(315_360_000.0), MAX_DURATION_MS), // the bound itself, as a float
         ];
         for (v, want) in ok {
             assert_eq!(secs(v.clone()).unwrap(), want, "{v}");
@@ -201,6 +202,7 @@ mod tests {
                 json!(315_360_001),
                 "k must be at most 315360000 s (10 years), got 315360001",
             ),
+            (json!(315_360_000.0005), "k must be at most"), // 1 ms over, as a float
             (json!(u64::MAX), "k must be at most"),
             (json!(1e300), "k must be at most"),
             (json!("10"), "k must be a number of seconds, got \"10\""),

@@ -246,10 +246,18 @@ mod tests {
 
     #[test]
     fn json_top_level_must_be_an_object() {
-        for bad in ["[]", "1", "null", "\"x\""] {
+        let kinds = [
+            ("[]", "an array"),
+            ("1", "a number"),
+            ("null", "null"),
+            ("\"x\"", "a string"),
+            ("true", "a bool"),
+        ];
+        for (bad, kind) in kinds {
             let err = RawConfig::from_json_str(bad).unwrap_err();
             assert!(matches!(err, ConfigError::Parse { format: "JSON", .. }), "{bad}");
-            assert!(err.to_string().contains("expected an object"), "{err}");
+            let want = format!("expected an object of configuration keys, got {kind}");
+            assert!(err.to_string().ends_with(&want), "{err}");
         }
         let err = RawConfig::from_json_str("{").unwrap_err().to_string();
         assert!(err.starts_with("cannot parse JSON configuration: "), "{err}");
@@ -268,5 +276,28 @@ mod tests {
         assert_eq!(raw.map["b"], RawValue::Json(json!(0.5)));
         assert!(matches!(raw.map["c"], RawValue::NonFinite(f) if f.is_nan()));
         assert_eq!(raw.map["d"], RawValue::Json(json!(0)));
+        // From 2^53 on a float may not be the integer typed: it stays a float.
+        raw.set_number("e", 9_007_199_254_740_991.0);
+        raw.set_number("f", 9_007_199_254_740_992.0);
+        assert_eq!(raw.map["e"], RawValue::Json(json!(9_007_199_254_740_991_i64)));
+        assert_eq!(raw.map["f"], RawValue::Json(json!(9_007_199_254_740_992.0)));
+    }
+
+    #[test]
+    fn the_keys_present_are_listed_counted_and_found() {
+        assert!(RawConfig::new().is_empty());
+        let raw = RawConfig::from_json_str(r#"{"b": 1, "a": 2}"#).unwrap();
+        assert_eq!(raw.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(raw.len(), 2);
+        assert!(!raw.is_empty());
+        assert!(raw.contains_key("a") && !raw.contains_key("c"));
+    }
+
+    #[test]
+    fn yaml_keeps_finite_numbers_and_names_the_others() {
+        let raw = RawConfig::from_yaml_str("client_ttl: 5\nx: 2.5\ny: .inf\n").unwrap();
+        assert_eq!(raw.map["client_ttl"], RawValue::Json(json!(5)));
+        assert_eq!(raw.map["x"], RawValue::Json(json!(2.5)));
+        assert!(matches!(raw.map["y"], RawValue::NonFinite(f) if f == f64::INFINITY));
     }
 }
