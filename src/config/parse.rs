@@ -242,6 +242,11 @@ mod tests {
         assert_eq!(ms(json!(0)).unwrap_err().to_string(), "m must be > 0, got 0");
         assert_eq!(ms(json!(-3)).unwrap_err().to_string(), "m must be > 0, got -3");
         assert!(ms(json!(1e30)).unwrap_err().to_string().contains("at most"));
+        assert_eq!(ms(json!(MAX_DURATION_MS)).unwrap(), MAX_DURATION_MS, "the bound itself");
+        assert_eq!(
+            ms(json!(MAX_DURATION_MS + 1)).unwrap_err().to_string(),
+            "m must be at most 315360000000 ms (10 years), got 315360000001"
+        );
         assert!(ms(json!(i64::MIN)).is_err());
         assert_eq!(
             ms(json!("100")).unwrap_err().to_string(),
