@@ -2,6 +2,7 @@
 
 use crate::common::*;
 use criterion::{Criterion, Throughput};
+use mooncake_liveness::liveness::Word;
 use mooncake_liveness::{ClientId, ClientLivenessRecord, LivenessConfig, Monitor};
 use std::collections::{HashMap, HashSet};
 use std::hint::black_box;
@@ -45,6 +46,15 @@ fn count_word(rs: &[Resource<Arc<ClientLivenessRecord>>]) -> usize {
     rs.iter().filter(|r| r.owner.is_serving()).count()
 }
 
+/// The what-if for a slab of words: the same check on words packed eight to a cache line
+/// (`eligibility/word_dense`), to tell record placement from the cost of the second load.
+#[inline(never)]
+fn count_word_dense(rs: &[Resource<&AtomicU64>]) -> usize {
+    rs.iter()
+        .filter(|r| Word::raw_is_active(r.owner.load(Ordering::Acquire)))
+        .count()
+}
+
 #[inline(never)]
 fn count_no_check(rs: &[Resource<Arc<ClientLivenessRecord>>]) -> usize {
     rs.iter().filter(|r| r.size != 0).count()
@@ -77,7 +87,12 @@ pub(crate) fn eligibility(c: &mut Criterion) {
     assert_eq!(count_word(&ours), RESOURCES);
     g.bench_function("word", |b| b.iter(|| count_word(black_box(&ours))));
     g.bench_function("no_check", |b| b.iter(|| count_no_check(black_box(&ours))));
-    drop((ours, records, live));
+    let dense: Vec<AtomicU64> = records.iter().map(|r| AtomicU64::new(r.word().raw())).collect();
+    let dense_res = resources(&dense.iter().collect::<Vec<_>>(), &owner_of);
+    assert_eq!(count_word_dense(&dense_res), RESOURCES);
+    g.bench_function("word_dense", |b| b.iter(|| count_word_dense(black_box(&dense_res))));
+    drop(dense_res);
+    drop((dense, ours, records, live));
 
     // Upstream: a transition mutex per record.
     let up: Vec<Arc<UpRecord>> = (0..OWNERS).map(|_| Arc::new(UpRecord::new(START_MS))).collect();

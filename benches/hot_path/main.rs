@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `eligibility/word` | 1024 resources, 256 shared owner records, count `record.is_serving()` | ours |
 //! | `eligibility/no_check` | the same loop over the same resources, counting a resource field | the floor |
+//! | `eligibility/word_dense` | the same check on copies of the words packed 8 to a cache line | what-if: a slab of words |
 //! | `eligibility/mutex_record` | owners are `Arc<Mutex<State>>`: lock, read, unlock | upstream's per-record transition mutex |
 //! | `eligibility/rwlock_set` | owners are client ids: `RwLock<HashSet<u128>>` read-lock + contains (10k ids) | Mooncake main's `ok_client_` |
 //! | `eligibility/*_contended` | `word` / `mutex_record` while a second thread pings and flips the same records | |
