@@ -202,7 +202,7 @@ mod tests {
                 json!(315_360_001),
                 "k must be at most 315360000 s (10 years), got 315360001",
             ),
-            (json!(315_360_000.0005), "k must be at most"), // 1 ms over, as a float
+            (json!(315_360_000.000_5), "k must be at most"), // 1 ms over, as a float
             (json!(u64::MAX), "k must be at most"),
             (json!(1e300), "k must be at most"),
             (json!("10"), "k must be a number of seconds, got \"10\""),
