@@ -5,11 +5,12 @@ answers ``NEED_REMOUNT`` at once), a Ping every second from the mount on, nothin
 silent, and on resuming a Ping and a ReMount (a no-op for a client that is still ready). A
 master pause is a ``stall``; each client's Ping sent during it is buffered and handled when the
 master resumes, before its next tick (the usual order; :func:`monitor_first` gives the other),
-followed by the client's ReMount (what it sends when the Ping answers ``NEED_REMOUNT``). The objects are put at the time the real
-ones were, counted per holder: each holder's segment in the trace is sized to hold exactly the
-objects the real master placed on it, so the model's allocation reproduces the real placement
-counts (which key lands where differs; what is compared is counted per holder). ``get`` probes at the real probes' times count what is visible; a last probe 30 s later
-shows where ``rfc`` ends up.
+followed by the client's ReMount (what it sends when the Ping answers ``NEED_REMOUNT``). The
+objects are put at the time the real ones were, counted per holder: each holder's segment in the
+trace is sized to hold exactly the objects the real master placed on it, so the model's
+allocation reproduces the real placement counts (which key lands where differs; what is compared
+is counted per holder). ``get`` probes at the real probes' times count what is visible; a last
+probe 30 s later shows where ``rfc`` ends up.
 """
 
 import dataclasses
@@ -45,7 +46,7 @@ def build(sched, policy):
     else:
         config = {"client_active_ttl_sec": sched.ttl_s, "client_suspicion_ttl_sec": RFC_SUSPICION_TTL_S}
     end_ms = sched.after_ms + TAIL_MS
-    ops = []  # (t_ms, sequence, op)
+    ops = []  # (t_ms, is the stall, sequence, op)
 
     def add(t, op):
         # A stall sorts after everything else at its millisecond: what the harness did in that
