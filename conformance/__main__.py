@@ -16,6 +16,30 @@ def _on_signal(signum, _frame):
     raise SystemExit(f"error: stopped by signal {signum}")
 
 
+def monitor_first(sched, binary, real, legacy, rfc, bad):
+    """Main's monitor and the buffered Pings race when the master resumes (the Pings won in 14
+    of 17 runs on 2026-12-03). A tick that runs before a client's buffered Ping expires the
+    client if the tick before the pause had drained its last Ping. Which clients' Pings came
+    first is read from the master's log where it can be (:func:`conformance.trace.orders`);
+    the tick's phase is not observed, so each is tried in 10 ms steps. The expiry then comes at
+    the resume, not a TTL after the fault, so the TTL window does not apply; clients, losses and
+    remounts must still agree. Returns (legacy, rfc, disagreements), the first two in the order
+    that agrees if one does."""
+    for first in trace.orders(sched):
+        for phase in range(0, 1000, 10):
+            alt = trace.predict(trace.monitor_first(sched, phase, first), binary, "legacy", phase)
+            if not report.disagreements(real, alt):
+                # rfc in the same order, so its column shows what it would have done.
+                rfc = trace.predict(trace.monitor_first(sched, phase, first), binary, "rfc", phase)
+                before = ", ".join(sorted(first)) or "none"
+                real.notes = (
+                    f"the monitor ran before the buffered Pings this time (Pings before it: {before}); "
+                    f"legacy agrees in that order with its ticks {(1000 - phase) % 1000} ms past each second of its clock"
+                )
+                return alt, rfc, []
+    return legacy, rfc, bad
+
+
 def main():
     ap = argparse.ArgumentParser(prog="python -m conformance")
     ap.add_argument("--bin", required=True, help="the mooncake-liveness binary")
@@ -42,6 +66,7 @@ def main():
             run = cases.Run(args.ttl, index, logdir)
             try:
                 sched, real = run_case(run)
+                sched.pings = run.pings()
             finally:
                 run.close()
             legacy = trace.predict(sched, args.bin, "legacy")
@@ -51,23 +76,7 @@ def main():
             fault_ms = min([a for v in sched.silent.values() for a, _ in v] + ([sched.master_pause[0]] if sched.master_pause else []))
             bad = report.disagreements(real, legacy, args.ttl)
             if bad and sched.master_pause:
-                # Main's monitor and the buffered Pings race when the master resumes (the Pings
-                # won in 14 of 17 runs on 2026-12-03). In the other order the monitor expires
-                # every client whose last Ping it had already drained before the pause; which
-                # ones depends on its tick's phase, which is not observed: try each phase (10 ms
-                # steps). The expiry then comes at the resume, not a TTL after the fault, so the
-                # TTL window does not apply; clients, losses and remounts must still agree.
-                for phase in range(0, 1000, 10):
-                    alt = trace.predict(trace.monitor_first(sched, phase), args.bin, "legacy", phase)
-                    if not report.disagreements(real, alt):
-                        legacy, bad = alt, []
-                        # rfc in the same order, so its column shows what it would have done.
-                        rfc = trace.predict(trace.monitor_first(sched, phase), args.bin, "rfc", phase)
-                        real.notes = (
-                            "the monitor ran before the buffered Pings this time; legacy agrees in "
-                            f"that order with its ticks {(1000 - phase) % 1000} ms past each second of its clock"
-                        )
-                        break
+                legacy, rfc, bad = monitor_first(sched, args.bin, real, legacy, rfc, bad)
             rows.append((name, desc, real, legacy, rfc, fault_ms, bad))
             verdict = "agrees" if not bad else "DIFFERS: " + "; ".join(bad)
             print(f"{name}: {time.time() - started:.1f} s; real: {report.real_cell(real)}", flush=True)

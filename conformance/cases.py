@@ -37,6 +37,17 @@ class Schedule:
     in_flight: tuple = None
     before_ms: int = 0
     after_ms: int = 0
+    # name -> the times the master began to handle its Pings (its log), or None: a Ping a second
+    # from the mount on is assumed
+    pings: dict = None
+    # The race at a master pause's resume, as the log shows it when the monitor expired a client
+    # then: name -> "after" (its first Ping after the resume began after the expiry, so it was
+    # pushed after the monitor's drain) or "either" (it began before; the push may still have
+    # come after the drain). None: no client expired at the resume.
+    resume_order: dict = None
+    # The order a trace gives the resume: None, every buffered Ping before the monitor's next tick;
+    # else the clients whose buffered Ping comes before that tick (the others come after it)
+    buffered_first: frozenset = None
 
 
 @dataclasses.dataclass
@@ -77,6 +88,28 @@ class Run:
                 n: (self.ms(c.mounted_at), c.segment) for n, c in self.clients.items() if c.segment is not None
             },
         )
+
+    def pings(self):
+        """name -> [ms] of every Ping the master has begun to handle from each client."""
+        by_id = {c.client_id: n for n, c in self.clients.items()}
+        out = {}
+        for t, cid in self.master.pings():
+            if cid in by_id:
+                out.setdefault(by_id[cid], []).append(self.ms(t))
+        return out
+
+    def resume_order(self, t1):
+        """:attr:`Schedule.resume_order` for a master resumed at ``t1`` (Unix time)."""
+        expiries = [t for t, _ in self.master.expiries() if t >= t1]
+        if not expiries:
+            return None
+        first_expiry = min(expiries)
+        by_id = {c.client_id: n for n, c in self.clients.items() if c.segment is not None}
+        order = {}
+        for t, cid in self.master.pings():
+            if t >= t1 and cid in by_id and by_id[cid] not in order:
+                order[by_id[cid]] = "after" if t >= first_expiry else "either"
+        return order
 
     def expired_since(self, t0):
         by_id = {c.client_id: n for n, c in self.clients.items()}
@@ -186,10 +219,12 @@ def master_pause(run, pause_s):
     run.master.resume()
     t1 = time.time()
     sched.master_pause = (run.ms(t0), run.ms(t1))
-    return observe_after(
+    out = observe_after(
         run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
         lambda expired: {n: n in expired and run.master.segment_mounted(run.clients[n].segment) for n in ("A", "V")},
     )
+    sched.resume_order = run.resume_order(t1)
+    return out
 
 
 def put_in_flight(run, pause_s, tries=200):

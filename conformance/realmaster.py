@@ -10,6 +10,7 @@ import urllib.request
 from . import net, procs
 
 _EXPIRED = re.compile(r"^I(\d{4}) (\d\d:\d\d:\d\d\.\d{6}) .*client_id=(\S+?), action=client_expired")
+_PING = re.compile(r"^I(\d{4}) (\d\d:\d\d:\d\d\.\d{6}) .*\] Ping request: client_id=(\S+)")
 _UNMOUNTED = re.compile(r"client_id=(\S+?), segment_name=(\S+?), action=unmount_expired_mem_segment")
 
 
@@ -51,6 +52,9 @@ class Master:
                 f"--http_metadata_server_port={self.http_port}",
                 f"--http_metadata_server_host={net.ADDR}",
                 f"--metrics_port={self.metrics_port}",
+                # Each RPC's "request" line (rpc_service.cpp's ScopedVLogTimer logs it with VLOG(1),
+                # from scoped_vlog_timer.h): when the master handled each client's Pings.
+                "--vmodule=scoped_vlog_timer=1",
             ],
             stdout=self._log,
             stderr=self._log,
@@ -94,16 +98,25 @@ class Master:
     def segment_mounted(self, segment):
         return f'segment_total_capacity_bytes{{segment="{segment}"}}' in self.metrics()
 
-    def expiries(self):
-        """[(unix time, client id)] of every ``action=client_expired`` line so far."""
+    def _times(self, pattern):
+        """[(unix time, client id)] of every log line so far that ``pattern`` matches."""
         self._log.flush()
         out = []
         with open(self.log_path) as f:
             for line in f:
-                m = _EXPIRED.search(line)
+                m = pattern.search(line)
                 if m:
                     out.append((_glog_time(m.group(1), m.group(2)), m.group(3)))
         return out
+
+    def expiries(self):
+        """[(unix time, client id)] of every ``action=client_expired`` line so far."""
+        return self._times(_EXPIRED)
+
+    def pings(self):
+        """[(unix time, client id)] of every Ping the master has begun to handle so far (its
+        "Ping request" line is written before the Ping pushes the client on the ping queue)."""
+        return self._times(_PING)
 
     def unmounted(self):
         """[(client id, segment)] of every ``unmount_expired_mem_segment`` line so far."""

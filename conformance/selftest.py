@@ -5,6 +5,7 @@ race at the resume (run by ``scripts/conformance.sh`` before the cases)."""
 
 import argparse
 import copy
+import dataclasses
 import json
 import sys
 
@@ -51,23 +52,40 @@ PAUSE = Schedule(
 )
 
 
-def paused(expired):
-    kept = {h: n for h, n in PAUSE.placement.items() if h not in expired}
+# The run that failed CI on 2026-12-03 (23:49, clean clone of 982ce49): A pinged at 315 ms past
+# each second, V at 418, the master stopped at 3125 for 8 s, and V alone expired at the resume.
+# The last tick before the pause drained both Pings unless it came in (2315, 2418), which expires
+# A, not V. So V alone needs A's buffered Ping to beat the monitor and V's to lose to it.
+SPLIT = Schedule(
+    ttl_s=3,
+    clients={"A": (1315, "a:1"), "V": (1418, "v:1")},
+    master_pause=(3125, 11126),
+    placement={"A": 111, "V": 89},
+    puts_ms=3124,
+    before_ms=3124,
+    after_ms=15126,
+)
+
+
+def paused(sched, expired):
+    kept = {h: n for h, n in sched.placement.items() if h not in expired}
     return Observed(
         expired=expired,
         expiry_delay_s={c: 8.0 for c in expired},
-        visible_before=dict(PAUSE.placement),
+        visible_before=dict(sched.placement),
         visible_after=kept,
         remounted={c: True for c in expired},
     )
 
 
-def monitor_first_agrees(binary, expired):
+def reachable(binary, sched, expired, first=frozenset()):
+    """The first prediction of the monitor-first order, with the buffered Pings of ``first``
+    before the tick, that expires exactly ``expired`` at some tick phase (None: none does)."""
     for phase in range(0, 1000, 10):
-        p = trace.predict(trace.monitor_first(PAUSE, phase), binary, "legacy", phase)
-        if not disagreements(paused(expired), p):
-            return True
-    return False
+        p = trace.predict(trace.monitor_first(sched, phase, first), binary, "legacy", phase)
+        if not disagreements(paused(sched, expired), p):
+            return p
+    return None
 
 
 def check_master_pause(binary):
@@ -75,11 +93,24 @@ def check_master_pause(binary):
     ops = [json.loads(line).get("op") for line in lines[1:]]
     stall = ops.index("stall")
     assert ops.count("get") == 3 * 200 and ops.index("get") < stall, "the probe before the pause, in its ms"
-    assert disagreements(paused([]), trace.predict(PAUSE, binary, "legacy"), 3) == [], "pings first: none"
+    assert disagreements(paused(PAUSE, []), trace.predict(PAUSE, binary, "legacy"), 3) == [], "pings first: none"
+    # Logged Pings replace the assumed ones before the fault; a Ping a second follows the last.
+    logged = dataclasses.replace(PAUSE, pings={"A": [1370, 2371, 3372, 11500], "V": [1482, 2483]})
+    lines, _ = trace.build(logged, "legacy")
+    pings = [(o["t_ms"], o["client"]) for o in map(json.loads, lines[1:]) if o.get("op") == "ping"]
+    assert [t for t, c in pings if c == "A" and t < 3421] == [1370, 2371, 3372], pings
+    assert [t for t, c in pings if c == "V"][:4] == [1482, 2483, 11423, 11483], pings
     for expired in (["V"], ["A", "V"], []):
-        assert monitor_first_agrees(binary, expired), f"monitor first: {expired} not reachable"
-    assert not monitor_first_agrees(binary, ["A"]), "not caught: A expired alone"
-    return 1, 4  # wrong predictions caught, right ones accepted
+        assert reachable(binary, PAUSE, expired), f"monitor first: {expired} not reachable"
+    assert not reachable(binary, PAUSE, ["A"]), "not caught: A expired alone"
+    for expired in (["A"], ["A", "V"]):
+        assert not reachable(binary, PAUSE, expired, {"A"}), f"not caught: {expired} with A's Ping first"
+    assert not reachable(binary, SPLIT, ["V"]), "not caught: V alone with both Pings after the tick"
+    split = reachable(binary, SPLIT, ["V"], {"A"})
+    assert split, "A's Ping first: V alone not reachable"
+    assert split["expiry_at_ms"] == {"V": SPLIT.master_pause[1]}, f"V expires at the resume: {split['expiry_at_ms']}"
+    assert {frozenset(), frozenset("A")} == set(trace.orders(dataclasses.replace(SPLIT, resume_order={"A": "either", "V": "after"})))
+    return 4, 5  # wrong predictions caught, right ones accepted
 
 
 def main():
