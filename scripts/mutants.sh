@@ -22,7 +22,10 @@
 #      after adding tests for its survivors), MUTANTS_TIMEOUT (test timeout per mutant, s; 300), MUTANTS_BUILD_TIMEOUT (s; 900),
 #      MUTANTS_OUT (where each area's mutants.out goes; target/mutants/<area>),
 #      MUTANTS_RE (only the mutants whose name matches this regex, `--re`: e.g. one function's
-#      new code, `MUTANTS_RE=pull_in scripts/mutants.sh wheel`).
+#      new code, `MUTANTS_RE=pull_in scripts/mutants.sh wheel`),
+#      MUTANTS_SHARD (`K/N`: only every N-th mutant from the K-th, `--shard K/N --sharding
+#      round-robin`: a sample spread over every file of an area too big to run whole, e.g.
+#      `MUTANTS_SHARD=0/6 scripts/mutants.sh master`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/toolchain.sh
@@ -85,6 +88,7 @@ for entry in "${AREAS[@]}"; do
     select=()
     if [ "${MUTANTS_ITERATE:-0}" = 1 ]; then select=(--iterate); fi
     if [ -n "${MUTANTS_RE:-}" ]; then select+=(--re "$MUTANTS_RE"); fi
+    if [ -n "${MUTANTS_SHARD:-}" ]; then select+=(--shard "$MUTANTS_SHARD" --sharding round-robin); fi
     # shellcheck disable=SC2086 # $filter is a list of test-binary arguments
     PROPTEST_MAX_SHRINK_ITERS=0 PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 cargo mutants --in-place --baseline skip --no-shuffle \
         --profile mutants \
