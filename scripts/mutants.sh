@@ -54,7 +54,9 @@ AREAS=(
     "queue|src/offboarding/queue.rs|--lib --test offboarding_queue|$LIB_SKIP"
     "executor|src/offboarding/executor.rs|--lib --test offboarding_executor --test offboarding_executor_telemetry|$LIB_SKIP"
     "config|src/config/**|--lib --test config_aliases|$LIB_SKIP"
-    "master|src/master/**|--lib --test master_paths --test master_defects --test mutant_kills|$LIB_SKIP"
+    # master: every test that drives the reference master, the differential fuzzer's seeds
+    # (fuzz_smoke) included, so `--features=fuzzing` (about 35 s a mutant)
+    "master|src/master/**|--features=fuzzing --lib --test master_paths --test master_defects --test mutant_kills --test master_seam --test master_stress --test snapshot_restore --test snapshot_restore_errors --test snapshot_fuzz_regressions --test replay_policy --test sim_replay --test offboarding_retry --test telemetry --test differential_threads --test fuzz_smoke|$LIB_SKIP"
 )
 
 if [ "${1:-}" = "--list" ]; then
