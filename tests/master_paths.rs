@@ -230,6 +230,58 @@ fn promotion_needs_an_active_local_disk_owner() {
     assert_eq!((fetched[0].task, fetched[0].kind), (task, "promote"));
 }
 
+/// An offload is admitted only while the LocalDisk has room for the whole object: capacity 15
+/// takes one object of 10, not a second (issue 17 round 5: `>` → `==` in the capacity check
+/// survived the suite).
+#[test]
+fn offloads_stop_at_the_local_disk_capacity() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).mount_local_disk("c1", 15).unwrap();
+    for k in ["k1", "k2"] {
+        m.at(0).put(k, 10, 1).unwrap();
+        m.at(0).put_end(k).unwrap();
+    }
+    let tasks = m.at(0).offload_heartbeat("c1").unwrap();
+    assert_eq!(tasks.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(), ["k1"]);
+    assert_eq!(m.at(0).offload_heartbeat("c1"), Ok(vec![]), "over the disk's capacity");
+}
+
+/// Copy/Move read from a replica that serves: with the first replica's owner Suspected, the
+/// source is another one, and the task is delivered (issue 17 round 5: `&&` → `||` in
+/// `replicate`'s source choice survived the suite).
+#[test]
+fn replication_reads_from_a_serving_replica() {
+    let mut m = M::new();
+    for c in 1..=3 {
+        m.at(0).mount(&format!("c{c}"), &format!("s{c}"), 1_000).unwrap();
+        m.at(0).remount(&format!("c{c}"), &[]).unwrap();
+    }
+    m.at(0).unmount("c3", "s3").unwrap(); // the objects go to s1 and s2 only
+    let keys: Vec<String> = (0..8).map(|i| format!("k{i}")).collect();
+    for k in &keys {
+        m.at(0).put(k, 10, 2).unwrap();
+        m.at(0).put_end(k).unwrap();
+    }
+    // Some key lists s1 (c1's, Suspected below) first: the check must skip it.
+    assert!(keys.iter().any(|k| segs(&m.at(0).get(k).unwrap())[0] == "s1"));
+    m.at(0).mount("c3", "s3", 1_000).unwrap();
+    for t in (1_000..=10_000).step_by(1_000) {
+        m.at(t).ping("c2");
+        m.at(t).ping("c3");
+    }
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    for k in &keys {
+        let t = m.at(10_000).replicate(k, "s3", false).unwrap();
+        let got = m.at(10_000).fetch_tasks("c3");
+        assert_eq!(
+            got.iter().map(|d| d.task).collect::<Vec<_>>(),
+            [t],
+            "{k}: not delivered"
+        );
+    }
+}
+
 #[test]
 fn offline_owner_is_offboarded_completely_and_the_barrier_holds_until_then() {
     let mut m = two_clients();
@@ -326,6 +378,29 @@ fn eviction_frees_room_but_never_evicts_a_suspected_owners_replicas() {
     assert!(m.m.objects().contains_key("a1"), "a Suspected owner's data was evicted");
     m.at(10_000).ping("c1");
     assert_eq!(segs(&m.at(10_000).get("a1").unwrap()), ["s1"]);
+}
+
+/// A Put that needs room evicts only until it fits: one object (the least recently used of the
+/// shard the eviction starts at), not the eviction budget's worth (issue 17 round 5: `room_for`
+/// → `false` survived).
+#[test]
+fn eviction_stops_as_soon_as_the_put_fits() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 100).unwrap();
+    for i in 0..10 {
+        let k = format!("a{i}");
+        m.at(0).put(&k, 10, 1).unwrap();
+        m.at(0).put_end(&k).unwrap();
+    }
+    m.at(0).put("new", 10, 1).unwrap();
+    let objects = m.m.objects();
+    assert_eq!(
+        objects.len(),
+        10,
+        "evicted more than one: {:?}",
+        objects.keys().collect::<Vec<_>>()
+    );
+    assert!(objects.contains_key("new"));
 }
 
 #[test]

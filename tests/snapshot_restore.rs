@@ -496,3 +496,55 @@ fn a_local_disk_over_its_capacity_is_refused() {
         "{r:?}"
     );
 }
+
+/// A snapshot that binds one name to two ids, or one id to two names, is refused: each alone
+/// (the other binding free) must be enough (`Names::restore` refuses when *either* side is
+/// bound; issue 17 round 5 found `||` → `&&` surviving).
+#[test]
+fn a_name_or_an_id_bound_twice_is_refused() {
+    let clock = Arc::new(ManualClock::new(0));
+    let named = |names: Vec<(String, u128)>| Snapshot {
+        version: FORMAT_VERSION,
+        names,
+        ..Snapshot::default()
+    };
+    let ok = restore(&clock, &named(vec![("a".into(), 1), ("b".into(), 2)]));
+    assert!(ok.is_ok(), "two distinct bindings: {:?}", ok.err());
+    for (names, why) in [
+        (vec![("a".into(), 1), ("a".into(), 2)], "one name, two ids"),
+        (vec![("a".into(), 1), ("b".into(), 1)], "one id, two names"),
+    ] {
+        let r = restore(&clock, &named(names));
+        assert!(
+            matches!(r, Err(SnapshotError::Inconsistent(ref msg)) if msg.contains("named twice")),
+            "{why}: {:?}",
+            r.err()
+        );
+    }
+}
+
+/// A task not yet delivered when the snapshot was cut is delivered by the restored master, once;
+/// one delivered before the cut is not queued again (issue 17 round 5: `!task.delivered` →
+/// `task.delivered` in `Tasks::restore` survived the suite).
+#[test]
+fn a_restored_master_delivers_only_the_tasks_not_delivered_before() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).remount("c1", &[]).unwrap();
+    for k in ["k1", "k2"] {
+        m.at(0).put(k, 10, 1).unwrap(); // on s1, the only segment
+        m.at(0).put_end(k).unwrap();
+    }
+    m.at(0).mount("c2", "s2", 1_000).unwrap();
+    m.at(0).remount("c2", &[]).unwrap();
+    let delivered = m.at(0).replicate("k1", "s2", false).unwrap(); // executor c2
+    assert_eq!(
+        m.at(0).fetch_tasks("c2").iter().map(|t| t.task).collect::<Vec<_>>(),
+        [delivered]
+    );
+    let pending = m.at(0).replicate("k2", "s2", false).unwrap();
+    let restored = restore(&m.clock, &m.m.snapshot()).unwrap();
+    let got: Vec<u64> = restored.fetch_tasks("c2").iter().map(|t| t.task).collect();
+    assert_eq!(got, [pending], "the restored master's deliveries");
+    assert!(restored.fetch_tasks("c2").is_empty(), "delivered twice");
+}

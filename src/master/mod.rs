@@ -428,11 +428,48 @@ impl MasterCore {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
 
     #[test]
     fn master_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Master>();
         check::<MasterCore>();
+    }
+
+    /// The allocation re-check (`undo_raced_allocations`, run under the shard lock right after
+    /// a Put is published) drops an incomplete replica whose owner stopped being Active since
+    /// it was chosen, though its segment still allocates; while the owner serves, it keeps it.
+    /// The race itself is loom's (`loom_master_put_vs_offline_sweep`); this pins the check on
+    /// one thread (issue 17 round 5: `||` → `&&` survived the suite).
+    #[test]
+    fn the_recheck_drops_a_replica_whose_owner_stopped_serving() {
+        let clock = Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms: 20_000,
+            stall_bound_ms: 500,
+            ..LivenessConfig::default()
+        };
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+        m.mount("c1", "s1", 100).unwrap();
+        m.put("k", 10, 1).unwrap(); // incomplete, on s1
+        let recheck = || {
+            let mut shard = m.shards.lock_key("k");
+            let mut refunds = Refunds::new();
+            m.undo_raced_allocations(&mut shard, "k", &mut refunds);
+            drop(shard);
+            m.apply_refunds(refunds);
+            m.objects().get("k").map_or(0, |o| o.replicas.len())
+        };
+        assert_eq!(recheck(), 1, "an Active owner's replica was dropped");
+        for t in (100..=2_000).step_by(100) {
+            clock.set_ms(t);
+            m.tick();
+        }
+        let seg = m.segments().by_name("s1").cloned().unwrap();
+        assert!(seg.lifecycle().permits(crate::eligibility::Purpose::Allocate));
+        assert!(!seg.owner.is_serving(), "the owner should be Suspected by now");
+        assert_eq!(recheck(), 0, "a Suspected owner's incomplete replica was kept");
     }
 }
