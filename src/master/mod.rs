@@ -469,7 +469,10 @@ mod tests {
         }
         let seg = m.segments().by_name("s1").cloned().unwrap();
         assert!(seg.lifecycle().permits(crate::eligibility::Purpose::Allocate));
-        assert!(!seg.owner.is_serving(), "the owner should be Suspected by now");
+        assert!(
+            !m.seam().executor(&seg.owner).serves(),
+            "the owner should be Suspected by now"
+        );
         assert_eq!(recheck(), 0, "a Suspected owner's incomplete replica was kept");
     }
 }
