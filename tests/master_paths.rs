@@ -230,20 +230,20 @@ fn promotion_needs_an_active_local_disk_owner() {
     assert_eq!((fetched[0].task, fetched[0].kind), (task, "promote"));
 }
 
-/// An offload is admitted only while the LocalDisk has room for the whole object: capacity 15
-/// takes one object of 10, not a second (issue 17 round 5: `>` → `==` in the capacity check
-/// survived the suite).
+/// An offload is admitted only while the LocalDisk has room for the whole object: capacity 20
+/// takes two objects of 10 (the second fills it exactly), not a third (issue 17 round 5: `>` →
+/// `==` and `>` → `>=` in the capacity check survived the suite).
 #[test]
 fn offloads_stop_at_the_local_disk_capacity() {
     let mut m = M::new();
     m.at(0).mount("c1", "s1", 1_000).unwrap();
-    m.at(0).mount_local_disk("c1", 15).unwrap();
-    for k in ["k1", "k2"] {
+    m.at(0).mount_local_disk("c1", 20).unwrap();
+    for k in ["k1", "k2", "k3"] {
         m.at(0).put(k, 10, 1).unwrap();
         m.at(0).put_end(k).unwrap();
     }
     let tasks = m.at(0).offload_heartbeat("c1").unwrap();
-    assert_eq!(tasks.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(), ["k1"]);
+    assert_eq!(tasks.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(), ["k1", "k2"]);
     assert_eq!(m.at(0).offload_heartbeat("c1"), Ok(vec![]), "over the disk's capacity");
 }
 
