@@ -247,6 +247,21 @@ fn offloads_stop_at_the_local_disk_capacity() {
     assert_eq!(m.at(0).offload_heartbeat("c1"), Ok(vec![]), "over the disk's capacity");
 }
 
+/// An object offloaded once (it has a LocalDisk replica) is not offered for offload again
+/// (issue 17 round 5: `Object::has_local_disk` → `false` survived the suite).
+#[test]
+fn an_offloaded_object_is_not_offloaded_again() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 1_000).unwrap();
+    m.at(0).mount_local_disk("c1", 1_000).unwrap();
+    m.at(0).put("k", 10, 1).unwrap();
+    m.at(0).put_end("k").unwrap();
+    let t = m.at(0).offload_heartbeat("c1").unwrap()[0].task;
+    m.at(0).task_done("c1", t, true).unwrap();
+    assert_eq!(segs(&m.at(0).get("k").unwrap()), ["s1", "local_disk:c1"]);
+    assert_eq!(m.at(100).offload_heartbeat("c1"), Ok(vec![]), "offloaded twice");
+}
+
 /// Copy/Move read from a replica that serves: with the first replica's owner Suspected, the
 /// source is another one, and the task is delivered (issue 17 round 5: `&&` → `||` in
 /// `replicate`'s source choice survived the suite).
