@@ -16,7 +16,7 @@ def _on_signal(signum, _frame):
     raise SystemExit(f"error: stopped by signal {signum}")
 
 
-def monitor_first(sched, binary, real, legacy, rfc, bad):
+def race_at_resume(sched, binary, real, legacy, rfc, bad):
     """Main's monitor and the buffered Pings race when the master resumes (the Pings won in 14
     of 17 runs on 2026-12-03). A tick that runs before a client's buffered Ping expires the
     client if the tick before the pause had drained its last Ping. Which clients' Pings came
@@ -27,10 +27,11 @@ def monitor_first(sched, binary, real, legacy, rfc, bad):
     that agrees if one does."""
     for first in trace.orders(sched):
         for phase in range(0, 1000, 10):
-            alt = trace.predict(trace.monitor_first(sched, phase, first), binary, "legacy", phase)
+            ordered = trace.monitor_first(sched, phase, first)
+            alt = trace.predict(ordered, binary, "legacy", phase)
             if not report.disagreements(real, alt):
                 # rfc in the same order, so its column shows what it would have done.
-                rfc = trace.predict(trace.monitor_first(sched, phase, first), binary, "rfc", phase)
+                rfc = trace.predict(ordered, binary, "rfc", phase)
                 before = ", ".join(sorted(first)) or "none"
                 real.notes = (
                     f"the monitor ran before the buffered Pings this time (Pings before it: {before}); "
@@ -76,7 +77,7 @@ def main():
             fault_ms = min([a for v in sched.silent.values() for a, _ in v] + ([sched.master_pause[0]] if sched.master_pause else []))
             bad = report.disagreements(real, legacy, args.ttl)
             if bad and sched.master_pause:
-                legacy, rfc, bad = monitor_first(sched, args.bin, real, legacy, rfc, bad)
+                legacy, rfc, bad = race_at_resume(sched, args.bin, real, legacy, rfc, bad)
             rows.append((name, desc, real, legacy, rfc, fault_ms, bad))
             verdict = "agrees" if not bad else "DIFFERS: " + "; ".join(bad)
             print(f"{name}: {time.time() - started:.1f} s; real: {report.real_cell(real)}", flush=True)

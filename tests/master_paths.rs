@@ -188,13 +188,22 @@ fn drain_never_selects_a_suspected_owners_segment() {
     );
 }
 
-#[test]
-fn offload_is_held_while_suspected_and_resumes_after_recovery() {
+/// c1 owns s1 and a LocalDisk of `capacity` bytes; `keys` are complete objects of 10 bytes on
+/// s1, written at 0.
+fn local_disk_holder(capacity: u64, keys: &[&str]) -> M {
     let mut m = M::new();
     m.at(0).mount("c1", "s1", 1_000).unwrap();
-    m.at(0).mount_local_disk("c1", 1_000).unwrap();
-    m.at(0).put("k", 10, 1).unwrap();
-    m.at(0).put_end("k").unwrap();
+    m.at(0).mount_local_disk("c1", capacity).unwrap();
+    for k in keys {
+        m.at(0).put(k, 10, 1).unwrap();
+        m.at(0).put_end(k).unwrap();
+    }
+    m
+}
+
+#[test]
+fn offload_is_held_while_suspected_and_resumes_after_recovery() {
+    let mut m = local_disk_holder(1_000, &["k"]);
     m.at(10_000);
     assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
     assert_eq!(m.at(10_000).offload_heartbeat("c1"), Ok(vec![]));
@@ -209,11 +218,7 @@ fn offload_is_held_while_suspected_and_resumes_after_recovery() {
 
 #[test]
 fn promotion_needs_an_active_local_disk_owner() {
-    let mut m = M::new();
-    m.at(0).mount("c1", "s1", 1_000).unwrap();
-    m.at(0).mount_local_disk("c1", 1_000).unwrap();
-    m.at(0).put("k", 10, 1).unwrap();
-    m.at(0).put_end("k").unwrap();
+    let mut m = local_disk_holder(1_000, &["k"]);
     let t = m.at(0).offload_heartbeat("c1").unwrap()[0].task;
     m.at(0).task_done("c1", t, true).unwrap();
     m.at(0).unmount("c1", "s1").unwrap(); // only the LocalDisk replica is left
@@ -235,13 +240,7 @@ fn promotion_needs_an_active_local_disk_owner() {
 /// `==` and `>` → `>=` in the capacity check survived the suite).
 #[test]
 fn offloads_stop_at_the_local_disk_capacity() {
-    let mut m = M::new();
-    m.at(0).mount("c1", "s1", 1_000).unwrap();
-    m.at(0).mount_local_disk("c1", 20).unwrap();
-    for k in ["k1", "k2", "k3"] {
-        m.at(0).put(k, 10, 1).unwrap();
-        m.at(0).put_end(k).unwrap();
-    }
+    let mut m = local_disk_holder(20, &["k1", "k2", "k3"]);
     let tasks = m.at(0).offload_heartbeat("c1").unwrap();
     assert_eq!(tasks.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(), ["k1", "k2"]);
     assert_eq!(m.at(0).offload_heartbeat("c1"), Ok(vec![]), "over the disk's capacity");
@@ -251,11 +250,7 @@ fn offloads_stop_at_the_local_disk_capacity() {
 /// (issue 17 round 5: `Object::has_local_disk` → `false` survived the suite).
 #[test]
 fn an_offloaded_object_is_not_offloaded_again() {
-    let mut m = M::new();
-    m.at(0).mount("c1", "s1", 1_000).unwrap();
-    m.at(0).mount_local_disk("c1", 1_000).unwrap();
-    m.at(0).put("k", 10, 1).unwrap();
-    m.at(0).put_end("k").unwrap();
+    let mut m = local_disk_holder(1_000, &["k"]);
     let t = m.at(0).offload_heartbeat("c1").unwrap()[0].task;
     m.at(0).task_done("c1", t, true).unwrap();
     assert_eq!(segs(&m.at(0).get("k").unwrap()), ["s1", "local_disk:c1"]);
