@@ -9,14 +9,44 @@
 //! sources, targets and executors, task delivery, drain targets, offload and promotion work)
 //! asks this module and `match`es the typed answer; no other module reads liveness state
 //! (`tests/master_seam.rs` checks the source). The owner term is one `Acquire` load of the word
-//! of a record the resource already holds (`Arc<ClientLivenessRecord>`): no lock, no lookup.
+//! of a record the resource already holds: no lock, no lookup. A resource that holds an
+//! [`Owner`] reads the word straight from the word slab (`liveness/slab.rs`), where words lie
+//! eight to a cache line; one holding the record itself reads it through the record's line.
 //! NoF resources are not client-owned and never come here (invariant 20).
 //!
 //! Owns: the serve/retain decision, a pure function of a record's word and the resource. Imports
 //! only `liveness`; may not touch anything else: no write to a word, no lock, no table of the master.
 #![forbid(unsafe_code)]
 
-use crate::liveness::ClientLivenessRecord;
+use crate::liveness::{ClientLivenessRecord, Owner, Word};
+use crate::sync::Arc;
+
+/// What a resource holds of its owner: anything that reads the owner's word with one load.
+pub trait OwnerWord {
+    /// The owner's current word (one `Acquire` load).
+    fn owner_word(&self) -> Word;
+}
+
+impl OwnerWord for ClientLivenessRecord {
+    #[inline]
+    fn owner_word(&self) -> Word {
+        self.word()
+    }
+}
+
+impl OwnerWord for Owner {
+    #[inline]
+    fn owner_word(&self) -> Word {
+        self.word()
+    }
+}
+
+impl<T: OwnerWord + ?Sized> OwnerWord for Arc<T> {
+    #[inline]
+    fn owner_word(&self) -> Word {
+        (**self).owner_word()
+    }
+}
 
 /// What a resource may do now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +82,7 @@ pub enum Purpose {
 /// The eligibility of a resource: `valid` and `lifecycle_ok` are the resource's own terms, the
 /// owner term is one load of its record's word.
 #[inline]
-pub fn decide(owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
+pub fn decide(owner: &(impl OwnerWord + ?Sized), valid: bool, lifecycle_ok: bool) -> ServingEligibility {
     decide_with(owner, || valid, lifecycle_ok)
 }
 
@@ -61,11 +91,11 @@ pub fn decide(owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> 
 /// a Suspected or Offline owner. Still one load of the word, read before `valid`.
 #[inline]
 pub fn decide_with(
-    owner: &ClientLivenessRecord,
+    owner: &(impl OwnerWord + ?Sized),
     valid: impl FnOnce() -> bool,
     lifecycle_ok: bool,
 ) -> ServingEligibility {
-    match owner.word().state() {
+    match owner.owner_word().state() {
         crate::liveness::LivenessState::Offline => ServingEligibility::Release,
         crate::liveness::LivenessState::Suspected => ServingEligibility::Withhold(Withheld::OwnerSuspected),
         crate::liveness::LivenessState::Active => resource_terms(valid(), lifecycle_ok),
@@ -101,7 +131,7 @@ impl Default for Seam {
 impl Seam {
     /// [`decide`], or the owner-blind rule when the seam is disabled.
     #[inline]
-    pub fn decide(self, owner: &ClientLivenessRecord, valid: bool, lifecycle_ok: bool) -> ServingEligibility {
+    pub fn decide(self, owner: &(impl OwnerWord + ?Sized), valid: bool, lifecycle_ok: bool) -> ServingEligibility {
         self.decide_with(owner, || valid, lifecycle_ok)
     }
 
@@ -109,7 +139,7 @@ impl Seam {
     #[inline]
     pub fn decide_with(
         self,
-        owner: &ClientLivenessRecord,
+        owner: &(impl OwnerWord + ?Sized),
         valid: impl FnOnce() -> bool,
         lifecycle_ok: bool,
     ) -> ServingEligibility {
@@ -122,7 +152,7 @@ impl Seam {
 
     /// [`executor`] under this seam.
     #[inline]
-    pub fn executor(self, owner: &ClientLivenessRecord) -> ServingEligibility {
+    pub fn executor(self, owner: &(impl OwnerWord + ?Sized)) -> ServingEligibility {
         self.decide(owner, true, true)
     }
 }
@@ -130,15 +160,15 @@ impl Seam {
 /// An incarnation as the executor of new work (task delivery, Copy/Move executor, offload and
 /// promotion admission): it must be Active.
 #[inline]
-pub fn executor(owner: &ClientLivenessRecord) -> ServingEligibility {
+pub fn executor(owner: &(impl OwnerWord + ?Sized)) -> ServingEligibility {
     decide(owner, true, true)
 }
 
 /// May a callback for work handed out earlier (End, Revoke, task completion/failure) be
 /// accepted from this incarnation? Yes while it is retained (invariant 11).
 #[inline]
-pub fn accepts_callbacks(owner: &ClientLivenessRecord) -> bool {
-    owner.should_retain()
+pub fn accepts_callbacks(owner: &(impl OwnerWord + ?Sized)) -> bool {
+    owner.owner_word().is_retained()
 }
 
 impl ServingEligibility {

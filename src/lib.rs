@@ -46,7 +46,7 @@ pub mod fuzzing;
 pub use clock::{Clock, LivenessClock, ManualClock, SystemClock, Tick};
 pub use config::{ConfigError, ConfigHandle, LivenessConfig};
 pub use liveness::{
-    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, PingOutcome, PingStatus,
+    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, Owner, PingOutcome, PingStatus,
     Transition,
 };
 pub use monitor::{LivenessEvent, Monitor, TickReport};

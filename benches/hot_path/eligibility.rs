@@ -2,8 +2,9 @@
 
 use crate::common::*;
 use criterion::{Criterion, Throughput};
+use mooncake_liveness::liveness::Owner;
 use mooncake_liveness::liveness::Word;
-use mooncake_liveness::{ClientId, ClientLivenessRecord, LivenessConfig, Monitor};
+use mooncake_liveness::{ClientId, LivenessConfig, Monitor};
 use std::collections::{HashMap, HashSet};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,14 +41,23 @@ fn resources<O: Clone>(owners: &[O], owner_of: &[usize]) -> Vec<Resource<O>> {
         .collect()
 }
 
-// The four loops have one shape: iterate the slice, evaluate a predicate, count.
+// The loops have one shape: iterate the slice, evaluate a predicate, count.
+/// Ours: the resource holds an [`Owner`] (as the master's segments, replicas and tasks do) and
+/// loads its owner's word from the word slab.
 #[inline(never)]
-fn count_word(rs: &[Resource<Arc<ClientLivenessRecord>>]) -> usize {
+fn count_word(rs: &[Resource<Owner>]) -> usize {
     rs.iter().filter(|r| r.owner.is_serving()).count()
 }
 
-/// The what-if for a slab of words: the same check on words packed eight to a cache line
-/// (`eligibility/word_dense`), to tell record placement from the cost of the second load.
+/// The same check through the record (`record.is_serving()`: the record's line, then the slot),
+/// as a resource holding only the record's `Arc` would do it (`eligibility/word_via_record`).
+#[inline(never)]
+fn count_word_via_record(rs: &[Resource<Owner>]) -> usize {
+    rs.iter().filter(|r| r.owner.record().is_serving()).count()
+}
+
+/// The check on private copies of the words packed eight to a cache line
+/// (`eligibility/word_dense`): the placement the word slab should give, as a yardstick for it.
 #[inline(never)]
 fn count_word_dense(rs: &[Resource<&AtomicU64>]) -> usize {
     rs.iter()
@@ -56,7 +66,7 @@ fn count_word_dense(rs: &[Resource<&AtomicU64>]) -> usize {
 }
 
 #[inline(never)]
-fn count_no_check(rs: &[Resource<Arc<ClientLivenessRecord>>]) -> usize {
+fn count_no_check(rs: &[Resource<Owner>]) -> usize {
     rs.iter().filter(|r| r.size != 0).count()
 }
 
@@ -83,16 +93,21 @@ pub(crate) fn eligibility(c: &mut Criterion) {
     let (_clock, live) = liveness(LivenessConfig::default(), 1024);
     let ids = client_ids(OWNERS, 1);
     let records: Vec<_> = ids.iter().map(|&id| mount(&live, id)).collect();
-    let ours = resources(&records, &owner_of);
+    let owners: Vec<Owner> = records.iter().cloned().map(Owner::new).collect();
+    let ours = resources(&owners, &owner_of);
     assert_eq!(count_word(&ours), RESOURCES);
+    assert_eq!(count_word_via_record(&ours), RESOURCES);
     g.bench_function("word", |b| b.iter(|| count_word(black_box(&ours))));
     g.bench_function("no_check", |b| b.iter(|| count_no_check(black_box(&ours))));
+    g.bench_function("word_via_record", |b| {
+        b.iter(|| count_word_via_record(black_box(&ours)))
+    });
     let dense: Vec<AtomicU64> = records.iter().map(|r| AtomicU64::new(r.word().raw())).collect();
     let dense_res = resources(&dense.iter().collect::<Vec<_>>(), &owner_of);
     assert_eq!(count_word_dense(&dense_res), RESOURCES);
     g.bench_function("word_dense", |b| b.iter(|| count_word_dense(black_box(&dense_res))));
     drop(dense_res);
-    drop((dense, ours, records, live));
+    drop((dense, ours, owners, records, live));
 
     // Upstream: a transition mutex per record.
     let up: Vec<Arc<UpRecord>> = (0..OWNERS).map(|_| Arc::new(UpRecord::new(START_MS))).collect();
@@ -133,7 +148,8 @@ fn word_contended(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     let records: Vec<_> = ids.iter().map(|id| mount(&live, id.0)).collect();
     let mut monitor = Monitor::new(&live);
     let _ = monitor.tick(&live); // arms the records
-    let ours = resources(&records, owner_of);
+    let owners: Vec<Owner> = records.iter().cloned().map(Owner::new).collect();
+    let ours = resources(&owners, owner_of);
     let stop = AtomicBool::new(false);
     let progress = AtomicU64::new(0);
     thread::scope(|s| {

@@ -3,9 +3,10 @@
 //!
 //! | group/function | what runs | baseline for |
 //! |---|---|---|
-//! | `eligibility/word` | 1024 resources, 256 shared owner records, count `record.is_serving()` | ours |
+//! | `eligibility/word` | 1024 resources holding an `Owner` (256 shared owners), count `owner.is_serving()`: one load from the word slab | ours |
 //! | `eligibility/no_check` | the same loop over the same resources, counting a resource field | the floor |
-//! | `eligibility/word_dense` | the same check on copies of the words packed 8 to a cache line | what-if: a slab of words |
+//! | `eligibility/word_via_record` | the same check through each owner's record (`record.is_serving()`: record line, then slot) | ours, for a resource holding only the record |
+//! | `eligibility/word_dense` | the same check on private copies of the words packed 8 to a cache line | the placement the slab should give |
 //! | `eligibility/mutex_record` | owners are `Arc<Mutex<State>>`: lock, read, unlock | upstream's per-record transition mutex |
 //! | `eligibility/rwlock_set` | owners are client ids: `RwLock<HashSet<u128>>` read-lock + contains (10k ids) | Mooncake main's `ok_client_` |
 //! | `eligibility/*_contended` | `word` / `mutex_record` while a second thread pings and flips the same records | |

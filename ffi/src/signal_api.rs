@@ -5,6 +5,7 @@ use crate::boundary::*;
 use crate::core_api::{core_ref, MlvCore};
 use crate::shared::Shared;
 use crate::types::*;
+use mooncake_liveness::liveness::Owner;
 use mooncake_liveness::liveness::{LostReason, MountRefused, PendingMount};
 use mooncake_liveness::{ClientId, ClientLivenessRecord, Incarnation, PingStatus};
 use std::sync::Arc;
@@ -14,7 +15,9 @@ use std::sync::Arc;
 /// then answers "not serving" forever: a later incarnation is a different record).
 pub struct MlvHandle {
     tag: u64,
-    record: Arc<ClientLivenessRecord>,
+    /// The record and a direct reference to its word in the word slab, so the hot path loads
+    /// the word straight from the handle's line.
+    owner: Owner,
 }
 
 /// A mount between `mlv_mount_begin` and `mlv_mount_commit` / `mlv_mount_abort` (opaque).
@@ -31,7 +34,7 @@ fn token(t: u64) -> Option<Incarnation> {
 fn new_handle(record: Arc<ClientLivenessRecord>) -> *mut MlvHandle {
     Box::into_raw(Box::new(MlvHandle {
         tag: TAG_HANDLE,
-        record,
+        owner: Owner::new(record),
     }))
 }
 
@@ -267,7 +270,7 @@ pub unsafe extern "C" fn mlv_handle_get(
 pub unsafe extern "C" fn mlv_handle_is_serving(handle: *const MlvHandle) -> bool {
     guard_value(false, || {
         // SAFETY: contract.
-        unsafe { handle_ref(handle) }.is_some_and(|h| h.record.is_serving())
+        unsafe { handle_ref(handle) }.is_some_and(|h| h.owner.is_serving())
     })
 }
 
@@ -281,7 +284,7 @@ pub unsafe extern "C" fn mlv_handle_is_serving(handle: *const MlvHandle) -> bool
 pub unsafe extern "C" fn mlv_handle_should_retain(handle: *const MlvHandle) -> bool {
     guard_value(true, || {
         // SAFETY: contract.
-        unsafe { handle_ref(handle) }.is_none_or(|h| h.record.should_retain())
+        unsafe { handle_ref(handle) }.is_none_or(|h| h.owner.should_retain())
     })
 }
 
@@ -295,7 +298,7 @@ pub unsafe extern "C" fn mlv_handle_info(handle: *const MlvHandle, out: *mut Mlv
         // SAFETY: contract.
         let h = unsafe { handle_ref(handle) }.ok_or_else(|| invalid("not a live MlvHandle"))?;
         required(out, "out")?;
-        let r = &h.record;
+        let r = h.owner.record();
         let info = MlvHandleInfo {
             client: r.client().into(),
             incarnation: r.incarnation().0,

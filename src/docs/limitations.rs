@@ -102,6 +102,16 @@
 //! (O(replicas) expected) and falls back to the scan when a bounded number of draws finds
 //! too few eligible segments (a table mostly unmounted or not serving).
 //!
+//! # The word slab
+//!
+//! Every record's word lives in one process-wide slab of cache lines, eight words to a line
+//! (`liveness/slab.rs`), so resources holding an `Owner` check their owners on dense lines. The
+//! slab never returns memory (it grows to the peak number of live records, 8 bytes each, in
+//! 32 KiB chunks); eight clients share a line, so one client's Ping invalidates it for readers
+//! of the seven others (a few writes a second per line at Mooncake's ping rate); creating and
+//! dropping a record takes the slab's lock (mounts and offboarding, never the hot path). Under
+//! loom each word is its own `Arc`: the models check the protocols on the word, not its placement.
+//!
 //! # loom cannot see inside arc-swap
 //!
 //! Under `--cfg loom`, `sync::ArcCell` (arc-swap's `ArcSwap` in normal builds: the registry

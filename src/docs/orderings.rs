@@ -8,6 +8,7 @@
 //! | mount work → Offline commit | the mount's resources are registered under the master's own synchronization before the signal CAS | the offboarding sweep | if the sweep ran first, the mount's later CAS reads Offline (coherence after the sweep's lock) and the mount is `Lost`; if the CAS ran first, the sweep sees the resources. |
 //! | registry publish → Ping lookup | arc-swap `store` (SeqCst inside arc-swap) under the shard writer mutex | arc-swap `load` | readers see a complete map, old or new. |
 //! | stall credit → signals | `fetch_add` `AcqRel` (monitor only) | `Acquire` load | a signal that misses a just-added credit stores a deadline later than needed: in the client's favour. |
+//! | record created → its word's first value | word slab `store` `Relaxed`, then the record's `Arc` published (registry: arc-swap, a mount's own synchronization) | any load through the record or an `Owner` | the store precedes the publication in program order, and every reader reached the record through that publication. A slot freed by one record and reused by the next passes through the slab's mutex, so the new store follows every access of the old record. |
 //! | readiness | `store` `Release` (ReMount) | `load` `Acquire` (Ping) | independent of liveness; no ordering with the word is needed (invariant 8). |
 //!
 //! No operation needs a total order across different records, so none of our own operations

@@ -22,11 +22,14 @@
 //! or offboarding: an Offline commit yields the proof a job is minted from, nothing more.
 
 mod mount;
+mod owner;
 pub mod record;
 pub mod registry;
+mod slab;
 pub mod word;
 
 pub use mount::{MountCommitted, MountRefused, PendingMount};
+pub use owner::Owner;
 pub use record::{Applied, ClientLivenessRecord};
 pub use registry::{Registry, Slot, DEFAULT_SHARDS};
 pub use word::{Change, LivenessState, Seq, Ttls, Word};

@@ -22,27 +22,26 @@
 //!   that created them, so a later incarnation is a different record and can never make them
 //!   serve again (invariant 13).
 //!
-//! **Placement.** Records live in an `Arc`, whose two counters (16 bytes) precede the record. The
-//! record is 48 bytes (align 16), so the whole `Arc` allocation is exactly one 64-byte cache line
-//! and the word sits on it: the serving check is one load from one line. An allocator that hands
-//! out 64-byte blocks naturally aligned (mimalloc, which the binary and benches use) then packs
-//! records at a 64-byte stride, one per line: two clients' words never share a line, and a
-//! router's working set of records is as dense as it can be. (The record used to be
-//! `#[repr(align(64))]`: that made the `Arc` 128 bytes with the record on its *second* line, so
-//! records sat at a 128-byte stride and their words used only half of the L1 sets; with 256
-//! records plus the resource array that overflowed an 8-way 32 KiB L1 on some machines and made
-//! `eligibility/word` 1.5-1.7× its floor in some runs and 1.04× in others.) With an allocator
-//! that aligns 64-byte blocks to 16 only, a record may straddle two lines and share one with a
-//! neighbour: pings of neighbours then contend a little; correctness does not depend on it.
+//! **Placement.** The word is not in the record: it lives in the word slab (`slab.rs`), eight
+//! words to a cache line, and the record holds a reference to its slot (freed by the record's
+//! `Drop`). Resources hold an [`Owner`](super::Owner), which reads the slot directly, so a
+//! router's serving checks over many owners touch one line per eight owners instead of one line
+//! per owner wherever the allocator put the records (that spread made `eligibility/word`
+//! 1.2–2.0× its floor from run to run; BENCHMARKS.md, issue 18). Signal paths and the monitor
+//! reach the word through the record (its line, then the slot's): one more dependent load, which
+//! the monitor hides by prefetching both (`monitor/lookahead.rs`). The record itself is 48 bytes
+//! (align 16), so with `Arc`'s counters its allocation is one 64-byte line.
 
+use super::slab::{self, WordRef};
 use super::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
 use super::{ClientId, Incarnation};
-use crate::sync::{Atomic, AtomicBool, Backoff, Ordering};
+use crate::sync::{AtomicBool, Backoff, Ordering};
 use std::fmt;
 
-/// The liveness record of one client incarnation (48 bytes: with `Arc`'s counters, one line).
+/// The liveness record of one client incarnation (48 bytes: with `Arc`'s counters, one line;
+/// its word lives in the word slab).
 pub struct ClientLivenessRecord {
-    word: Atomic<Word>,
+    word: WordRef,
     ready: AtomicBool,
     client: ClientId,
     incarnation: Incarnation,
@@ -101,7 +100,7 @@ impl ClientLivenessRecord {
     /// A record starting from an arbitrary word (tests, models, restore).
     pub(crate) fn with_word(client: ClientId, incarnation: Incarnation, word: Word) -> Self {
         Self {
-            word: Atomic::new(word),
+            word: slab::alloc(word),
             ready: AtomicBool::new(false),
             client,
             incarnation,
@@ -118,10 +117,24 @@ impl ClientLivenessRecord {
         self.incarnation
     }
 
-    /// Starts loading the word's cache line (a hint; see [`crate::sync::prefetch`]).
+    /// A reference to the word's slot, for an [`Owner`](super::Owner) (which also holds this
+    /// record's `Arc`, so the slot outlives it).
+    pub(super) fn word_ref(&self) -> WordRef {
+        slab::share(&self.word)
+    }
+
+    /// Starts loading the word's cache line (a hint; see [`crate::sync::prefetch`]). Reads the
+    /// slot's address from this record's line, so prefetch the record first
+    /// ([`Self::prefetch_record`]) when that line may be cold.
     #[inline(always)]
     pub(crate) fn prefetch(&self) {
-        crate::sync::prefetch(&self.word);
+        crate::sync::prefetch(slab::slot(&self.word));
+    }
+
+    /// Starts loading this record's own cache line (a hint).
+    #[inline(always)]
+    pub(crate) fn prefetch_record(&self) {
+        crate::sync::prefetch(self);
     }
 
     /// The current word (one `Acquire` load).
@@ -243,6 +256,13 @@ impl ClientLivenessRecord {
             Applied::Held => Evaluation::Held,
             Applied::Offline => Evaluation::Retired,
         }
+    }
+}
+
+impl Drop for ClientLivenessRecord {
+    /// The last reference is gone (every `Owner` holds the record's `Arc`): the slot is free.
+    fn drop(&mut self) {
+        slab::release(&self.word);
     }
 }
 

@@ -53,7 +53,7 @@ fn add_segments(
                     s.segment.clone(),
                     client_name.clone(),
                     s.size,
-                    rec.clone(),
+                    rec.clone().into(),
                     Lifecycle::Mounting,
                 )
             }));
@@ -275,7 +275,7 @@ impl MasterCore {
                     disks.insert(
                         id,
                         LocalDisk {
-                            owner: rec.clone(),
+                            owner: rec.clone().into(),
                             client_name: client_name.clone(),
                             capacity,
                             used: 0,

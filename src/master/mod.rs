@@ -100,7 +100,7 @@ pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Liveness, Registry, Transition};
+use crate::liveness::{ClientId, Incarnation, Liveness, Owner, Registry, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
 use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use rand::SeedableRng;
@@ -119,7 +119,7 @@ const STRIPES: usize = 2;
 #[derive(Debug)]
 pub struct LocalDisk {
     /// The incarnation that registered it.
-    pub owner: Arc<ClientLivenessRecord>,
+    pub owner: Owner,
     /// The client's name (what descriptors print).
     pub client_name: CellArc<str>,
     /// Capacity, bytes.

@@ -7,7 +7,7 @@
 
 use super::segment::{Segment, SegmentId};
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
-use crate::liveness::ClientLivenessRecord;
+use crate::liveness::{ClientLivenessRecord, Owner};
 use crate::sync::Arc;
 
 /// Where a replica lives.
@@ -19,12 +19,12 @@ pub enum ReplicaKind {
         /// The segment.
         segment: Arc<Segment>,
         /// The segment's owner.
-        owner: Arc<ClientLivenessRecord>,
+        owner: Owner,
     },
     /// On a client's LocalDisk (SSD), written by offload.
     LocalDisk {
         /// The registering incarnation.
-        owner: Arc<ClientLivenessRecord>,
+        owner: Owner,
     },
 }
 
@@ -48,7 +48,7 @@ impl Replica {
     }
 
     /// The incarnation that owns the replica's storage.
-    pub fn owner(&self) -> &Arc<ClientLivenessRecord> {
+    pub fn owner(&self) -> &Owner {
         match &self.kind {
             ReplicaKind::Memory { owner, .. } | ReplicaKind::LocalDisk { owner } => owner,
         }

@@ -17,7 +17,7 @@
 //!   takes it: a replica reaches its segment through its own `Arc`.
 
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
-use crate::liveness::{ClientId, ClientLivenessRecord};
+use crate::liveness::{ClientId, Owner};
 use crate::sync::{Arc, AtomicBool, AtomicU64, CellArc, Mutex, MutexGuard, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -85,7 +85,7 @@ pub struct Segment {
     /// Capacity, bytes.
     pub size: u64,
     /// The incarnation that mounted it; a later incarnation never makes it serve (invariant 13).
-    pub owner: Arc<ClientLivenessRecord>,
+    pub owner: Owner,
     lifecycle: AtomicU64,
     /// Restored from a snapshot and not yet re-announced by its owner's ReMount (the
     /// post-promotion adoption walk runs once per such segment).
@@ -100,7 +100,7 @@ impl Segment {
         name: String,
         client_name: CellArc<str>,
         size: u64,
-        owner: Arc<ClientLivenessRecord>,
+        owner: Owner,
         lifecycle: Lifecycle,
     ) -> Self {
         Self {

@@ -6,7 +6,7 @@
 //! snapshot copies a shard's objects and their tasks as one consistent cut.
 
 use super::segment::{Segment, SegmentId};
-use crate::liveness::{ClientId, ClientLivenessRecord};
+use crate::liveness::{ClientId, Owner};
 use crate::sync::Arc;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -50,7 +50,7 @@ pub struct Task {
     /// The object.
     pub key: String,
     /// The incarnation that must execute it (kept: a later incarnation never receives it).
-    pub executor: Arc<ClientLivenessRecord>,
+    pub executor: Owner,
     /// Source segment (Copy/Move: the replica read).
     pub source: Option<Arc<Segment>>,
     /// Target segment, whose allocation the task holds (Copy, Move, Promote).
@@ -94,7 +94,7 @@ impl Tasks {
         &mut self,
         kind: TaskKind,
         key: &str,
-        executor: Arc<ClientLivenessRecord>,
+        executor: Owner,
         source: Option<Arc<Segment>>,
         target: Option<Arc<Segment>>,
         shard: usize,

@@ -426,7 +426,7 @@ impl MasterCore {
             }
             disk.used += size;
         }
-        let task = lock(&self.tasks).submit(TaskKind::Offload, key, owner.clone(), None, None, si);
+        let task = lock(&self.tasks).submit(TaskKind::Offload, key, owner.clone().into(), None, None, si);
         if let Some(o) = shard.objects.get_mut(key) {
             o.tier_task = Some(task);
         }

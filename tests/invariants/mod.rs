@@ -19,10 +19,15 @@
 #![allow(dead_code)]
 
 use mooncake_liveness::master::{Lifecycle, MasterCore, ReplicaKind};
-use mooncake_liveness::LivenessState;
+use mooncake_liveness::{ClientLivenessRecord, LivenessState};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn same<T>(a: &T, b: &T) -> bool {
+    std::ptr::eq(a, b)
+}
+
+/// The same incarnation: one record (an `Owner` or an `Arc` coerces to the record it holds).
+fn same_record(a: &ClientLivenessRecord, b: &ClientLivenessRecord) -> bool {
     std::ptr::eq(a, b)
 }
 
@@ -40,7 +45,7 @@ pub fn violations(m: &MasterCore, offline_ok: bool) -> Vec<String> {
             *quota.entry(obj.tenant.clone()).or_default() += obj.size;
             let owner = r.owner();
             let current = registry.get(owner.client());
-            if !current.as_ref().is_some_and(|c| same(&**c, &**owner)) {
+            if !current.as_ref().is_some_and(|c| same_record(c, owner)) {
                 out.push(format!(
                     "{key}: a replica of {:?}/{:?} which is not the registry's current record",
                     owner.client(),
@@ -64,7 +69,7 @@ pub fn violations(m: &MasterCore, offline_ok: bool) -> Vec<String> {
                     if segment.lifecycle() == Lifecycle::Unmounting && !offline_ok {
                         out.push(format!("{key}: a replica on Unmounting {}", segment.name));
                     }
-                    if !same(&*segment.owner, &**owner) {
+                    if !same_record(&segment.owner, owner) {
                         out.push(format!("{key}: replica owner differs from its segment's owner"));
                     }
                     let e = seg_use.entry(segment.name.clone()).or_default();
@@ -81,7 +86,7 @@ pub fn violations(m: &MasterCore, offline_ok: bool) -> Vec<String> {
     }
     for s in segments.iter() {
         let current = registry.get(s.owner.client());
-        if !current.as_ref().is_some_and(|c| same(&**c, &*s.owner)) {
+        if !current.as_ref().is_some_and(|c| same_record(c, &s.owner)) {
             out.push(format!(
                 "segment {} is mounted for an incarnation that is not current",
                 s.name

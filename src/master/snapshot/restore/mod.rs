@@ -186,7 +186,8 @@ impl<'a> Restorer<'_, 'a> {
                 .names
                 .name(owner.client())
                 .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
-            let seg = table.insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner, s.lifecycle));
+            let seg = table
+                .insert_with(|id| Segment::new(id, s.name.clone(), client_name, s.size, owner.into(), s.lifecycle));
             seg.mark_restored();
             self.segment_ids.insert(s.name.as_str(), self.segments.len() as u32);
             self.segments.push(seg);
@@ -208,7 +209,7 @@ impl<'a> Restorer<'_, 'a> {
                 .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             // Usage and keys are recomputed from the objects and tasks below.
             let disk = LocalDisk {
-                owner,
+                owner: owner.into(),
                 client_name,
                 capacity: d.capacity,
                 used: 0,
@@ -335,7 +336,7 @@ impl<'a> Restorer<'_, 'a> {
             id: t.id,
             kind: t.kind,
             key: t.key.clone(),
-            executor,
+            executor: executor.into(),
             source,
             target,
             shard: si,

@@ -336,7 +336,7 @@ impl<'a> Restorer<'_, 'a> {
                     complete,
                 } => Replica {
                     kind: ReplicaKind::LocalDisk {
-                        owner: self.owner(*owner, *incarnation, &o.key)?,
+                        owner: self.owner(*owner, *incarnation, &o.key)?.into(),
                     },
                     complete: *complete,
                 },
