@@ -475,4 +475,126 @@ mod tests {
         );
         assert_eq!(recheck(), 0, "a Suspected owner's incomplete replica was kept");
     }
+
+    /// The task re-check (`settle_new_task`, run under the shard lock right after a Copy/Move
+    /// or promotion task is published) cancels the task, its target replica and its allocation
+    /// when the target's owner stopped being Active since the target was chosen; while the
+    /// owner serves, the task stands (issue 17 round 5: deleting its `!` survived the suite).
+    #[test]
+    fn the_task_recheck_cancels_a_task_whose_target_owner_stopped_serving() {
+        let clock = Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms: 20_000,
+            stall_bound_ms: 500,
+            ..LivenessConfig::default()
+        };
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+        m.mount("c1", "s1", 100).unwrap();
+        m.mount("c2", "s2", 100).unwrap();
+        m.put("k", 10, 1).unwrap();
+        m.put_end("k").unwrap();
+        let id = m.replicate("k", "s2", false).unwrap();
+        let s2 = m.segments().by_name("s2").cloned().unwrap();
+        let recheck = || {
+            let mut shard = m.shards.lock_key("k");
+            m.settle_new_task(&mut shard, id, &s2)
+        };
+        assert_eq!(recheck(), Ok(()), "a task for an Active target owner was cancelled");
+        assert!(m.tasks().get(id).is_some() && s2.used() == 10);
+        for t in (100..=1_500).step_by(100) {
+            clock.set_ms(t);
+            m.ping("c1");
+            m.tick();
+        }
+        assert!(!m.seam().executor(&s2.owner).serves(), "c2 should be Suspected by now");
+        assert!(m.tasks().get(id).is_some(), "the task is held while c2 is Suspected");
+        assert_eq!(recheck(), Err(MasterError::UnavailableInCurrentStatus));
+        assert!(m.tasks().get(id).is_none(), "the task was kept");
+        assert_eq!(s2.used(), 0, "the target's allocation was kept");
+        let objects = m.objects();
+        let obj = objects.get("k").unwrap();
+        assert_eq!((obj.replicas.len(), obj.replication_task), (1, None));
+    }
+
+    /// An offload completed for an executor committed Offline after its callback was accepted
+    /// (`finish_task_in` → `settle_offload`): its offboarding sweep may have passed the key
+    /// already, so the new LocalDisk replica must go at once, not stay behind with no owner to
+    /// clean it up (issue 17 round 5: `settle_offload` → `()` survived the suite). The job
+    /// waits in the outbox, so the task is still there when the completion lands.
+    #[test]
+    fn an_offload_finished_for_an_offline_executor_leaves_no_local_disk_replica() {
+        let clock = Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms: 2_000,
+            stall_bound_ms: 500,
+            ..LivenessConfig::default()
+        };
+        let options = MasterOptions {
+            offboarding: OffboardingDriver::Outbox,
+            ..MasterOptions::default()
+        };
+        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
+        m.mount("c1", "s1", 100).unwrap();
+        m.mount_local_disk("c1", 1_000).unwrap();
+        m.put("k", 10, 1).unwrap();
+        m.put_end("k").unwrap();
+        let task = m.offload_heartbeat("c1").unwrap()[0].task;
+        for t in (100..=3_000).step_by(100) {
+            clock.set_ms(t);
+            m.tick();
+        }
+        let s1 = m.segments().by_name("s1").cloned().unwrap();
+        assert!(!s1.owner.should_retain(), "c1 should be Offline by now");
+        assert!(
+            m.tasks().get(task).is_some(),
+            "the outbox job has not run: the task is still there"
+        );
+        let mut shard = m.shards.lock_key("k");
+        let mut refunds = Refunds::new();
+        m.finish_task_in(&mut shard, task, &mut refunds);
+        drop(shard);
+        m.apply_refunds(refunds);
+        let objects = m.objects();
+        let local = objects["k"].replicas.iter().filter(|r| r.segment().is_none()).count();
+        assert_eq!(local, 0, "an Offline executor's LocalDisk replica was kept");
+        assert!(m.tasks().get(task).is_none());
+    }
+
+    /// While a snapshot holds frees (`hold_frees(true)`, what `MasterCore::snapshot` does before
+    /// copying the first shard), space a Remove frees stays used and cannot be allocated again;
+    /// ending the hold frees it. Segments and LocalDisks alike (issue 17 round 5: both
+    /// `hold_frees` → `()` survived the suite, which sees them only through a snapshot racing a
+    /// free: `loom_master_snapshot_vs_space_reuse`).
+    #[test]
+    fn space_freed_while_a_snapshot_holds_frees_is_reused_only_after_it_ends() {
+        let clock = Arc::new(ManualClock::new(0));
+        let m = Master::new(
+            clock as Arc<dyn Clock>,
+            LivenessConfig::default(),
+            MasterOptions::default(),
+        );
+        m.mount("c1", "s1", 100).unwrap();
+        m.put("a", 60, 1).unwrap();
+        m.put_end("a").unwrap();
+        let s1 = m.segments().by_name("s1").cloned().unwrap();
+        s1.hold_frees(true);
+        m.remove("a").unwrap();
+        assert_eq!(s1.used(), 60, "a held free was released");
+        assert!(m.put("b", 60, 1).is_err(), "held space was allocated again");
+        s1.hold_frees(false);
+        assert_eq!(s1.used(), 0);
+        m.put("b", 60, 1).unwrap();
+
+        m.mount_local_disk("c1", 1_000).unwrap();
+        let mut disks = lock(&m.local_disks);
+        let disk = disks.values_mut().next().unwrap();
+        disk.used = 60;
+        disk.hold_frees(true);
+        disk.release(60);
+        assert_eq!((disk.used, disk.held), (60, 60), "a held LocalDisk free was released");
+        disk.hold_frees(false);
+        assert_eq!((disk.used, disk.held), (0, 0));
+    }
 }

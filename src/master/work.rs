@@ -117,7 +117,7 @@ impl MasterCore {
     /// The re-check of the allocation protocol for a task's target: if its owner stopped being
     /// Active (or the segment stopped allocating) since it was chosen, the task is cancelled
     /// under the same shard lock, which releases its allocation.
-    fn settle_new_task(&self, shard: &mut Shard, id: u64, target: &Arc<Segment>) -> Result<(), MasterError> {
+    pub(super) fn settle_new_task(&self, shard: &mut Shard, id: u64, target: &Arc<Segment>) -> Result<(), MasterError> {
         let seam = self.seam();
         if !seam.enabled || (target.lifecycle().permits(Purpose::Allocate) && seam.executor(&target.owner).serves()) {
             return Ok(());
@@ -200,7 +200,7 @@ impl MasterCore {
     }
 
     /// Applies a successful task.
-    fn finish_task_in(&self, shard: &mut Shard, id: u64, refunds: &mut Refunds) {
+    pub(super) fn finish_task_in(&self, shard: &mut Shard, id: u64, refunds: &mut Refunds) {
         let Some(t) = lock(&self.tasks).remove(id) else {
             return;
         };
