@@ -47,6 +47,7 @@ AREAS=(
     "registry|src/liveness/registry.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
     "mount|src/liveness/mount.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
     "liveness|src/liveness/mod.rs|--lib --test liveness_transitions --test mutant_kills|$LIB_SKIP"
+    "slab|src/liveness/slab.rs src/liveness/owner.rs|--lib --test liveness_transitions --test mutant_kills --test master_paths|$LIB_SKIP"
     "eligibility|src/eligibility.rs|--lib --test master_paths --test mutant_kills|$LIB_SKIP"
     "monitor|src/monitor/mod.rs src/monitor/brake.rs src/monitor/thread.rs|--lib --test liveness_transitions --test mutant_kills --test monitor_thread|$LIB_SKIP"
     "offboarding|src/offboarding/mod.rs src/offboarding/job.rs src/offboarding/brakes.rs|--lib --test offboarding_retry --test liveness_transitions --test mutant_kills|$LIB_SKIP"

@@ -546,7 +546,7 @@ mod tests {
             m.tick();
         }
         let s1 = m.segments().by_name("s1").cloned().unwrap();
-        assert!(!s1.owner.should_retain(), "c1 should be Offline by now");
+        assert!(!m.seam().executor(&s1.owner).retains(), "c1 should be Offline by now");
         assert!(
             m.tasks().get(task).is_some(),
             "the outbox job has not run: the task is still there"
