@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::{model_covering, Gate, CLIENT, TTLS};
+use common::{model_covering, Gate, Seen, CLIENT, TTLS};
 use loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use loom::sync::Arc;
 use loom::thread;
@@ -32,6 +32,8 @@ use mooncake_liveness::{ClientLivenessRecord, Incarnation, LivenessState};
 const OLD: &str = "reader saw the old state";
 const NEW: &str = "reader saw the new state and the data";
 const DATA: u64 = 42;
+/// The suspicion deadline of the record every model starts from.
+const DEADLINE: u64 = 100;
 
 /// The paths a router (or the offboarding side) reads the state by.
 #[derive(Clone, Copy, Debug)]
@@ -54,33 +56,47 @@ impl Reader {
     }
 }
 
+/// The race every model runs, on a Suspected record whose deadline is [`DEADLINE`]: a spawned
+/// thread stores the data, then runs `transition`; the calling thread asks `sees_new` and, if
+/// it answers yes, loads the data, which must be the new value. Returns what `transition` did.
+fn race<R: Send + 'static>(
+    seen: &Seen,
+    transition: fn(&Arc<ClientLivenessRecord>) -> R,
+    sees_new: impl Fn(&Arc<ClientLivenessRecord>, &Owner) -> bool,
+) -> R {
+    let suspected = Word::pack(LivenessState::Suspected, Seq::new(1), DEADLINE);
+    let rec = record_with_word(CLIENT, Incarnation::FIRST, suspected);
+    let owner = Owner::new(rec.clone());
+    let data = Arc::new(AtomicU64::new(0));
+    let gate = Gate::new();
+    let writer = {
+        let (rec, data, gate) = (rec.clone(), data.clone(), gate.clone());
+        thread::spawn(move || {
+            gate.pass();
+            data.store(DATA, Relaxed);
+            transition(&rec)
+        })
+    };
+    gate.pass();
+    if sees_new(&rec, &owner) {
+        assert_eq!(
+            data.load(Relaxed),
+            DATA,
+            "the reader saw the new state but not the data"
+        );
+        seen.saw(NEW);
+    } else {
+        seen.saw(OLD);
+    }
+    writer.join().unwrap()
+}
+
 /// A recovery (Suspected → Active by a liveness signal) publishes what the signalling thread
 /// wrote before it to a reader that sees Active.
 fn recovery_publishes(name: &str, reader: Reader) {
     model_covering(name, &[OLD, NEW], move |seen| {
-        const DEADLINE: u64 = 100;
-        let suspected = Word::pack(LivenessState::Suspected, Seq::new(1), DEADLINE);
-        let rec = record_with_word(CLIENT, Incarnation::FIRST, suspected);
-        let owner = Owner::new(rec.clone());
-        let data = Arc::new(AtomicU64::new(0));
-
-        let gate = Gate::new();
-        let writer = {
-            let (rec, data, gate) = (rec.clone(), data.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                data.store(DATA, Relaxed);
-                signal(&rec, DEADLINE - 1, TTLS)
-            })
-        };
-        gate.pass();
-        if reader.serving(&rec, &owner) {
-            assert_eq!(data.load(Relaxed), DATA, "{reader:?} saw Active but not the data");
-            seen.saw(NEW);
-        } else {
-            seen.saw(OLD);
-        }
-        match writer.join().unwrap() {
+        let recover = |rec: &Arc<ClientLivenessRecord>| signal(rec, DEADLINE - 1, TTLS);
+        match race(seen, recover, |rec, owner| reader.serving(rec, owner)) {
             Applied::Committed {
                 change: Change::Recovered,
                 ..
@@ -110,28 +126,8 @@ fn recovery_publishes_to_record_word() {
 #[test]
 fn offline_commit_publishes_to_should_retain() {
     model_covering("offline_commit_publishes_to_should_retain", &[OLD, NEW], |seen| {
-        const DEADLINE: u64 = 100;
-        let suspected = Word::pack(LivenessState::Suspected, Seq::new(1), DEADLINE);
-        let rec = record_with_word(CLIENT, Incarnation::FIRST, suspected);
-        let data = Arc::new(AtomicU64::new(0));
-
-        let gate = Gate::new();
-        let monitor = {
-            let (rec, data, gate) = (rec.clone(), data.clone(), gate.clone());
-            thread::spawn(move || {
-                gate.pass();
-                data.store(DATA, Relaxed);
-                evaluate(&rec, DEADLINE, TTLS, false)
-            })
-        };
-        gate.pass();
-        if rec.should_retain() {
-            seen.saw(OLD);
-        } else {
-            assert_eq!(data.load(Relaxed), DATA, "saw Offline but not the data");
-            seen.saw(NEW);
-        }
-        match monitor.join().unwrap() {
+        let commit = |rec: &Arc<ClientLivenessRecord>| evaluate(rec, DEADLINE, TTLS, false);
+        match race(seen, commit, |rec, _| !rec.should_retain()) {
             Eval::Offline { to, .. } => assert_eq!(to.state(), LivenessState::Offline),
             other => panic!("the monitor did not commit Offline: {other:?}"),
         }

@@ -120,7 +120,11 @@ mod tests {
         assert_eq!(owner.word(), rec.word());
         assert_eq!((owner.client(), owner.incarnation()), (ClientId(3), Incarnation(2)));
         assert!(Arc::ptr_eq(owner.record(), &rec));
-        assert_eq!(format!("{owner:?}"), format!("{:?}", *rec), "an Owner prints as its record");
+        assert_eq!(
+            format!("{owner:?}"),
+            format!("{:?}", *rec),
+            "an Owner prints as its record"
+        );
     }
 
     #[test]

@@ -430,6 +430,19 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
 
+    /// A master on a manual clock at 0 with a 1 s active TTL, the given suspicion TTL and a stall
+    /// bound that the tests' 100 ms steps never reach.
+    fn manual_master(suspicion_ttl_ms: u64, options: MasterOptions) -> (Arc<ManualClock>, Master) {
+        let clock = Arc::new(ManualClock::new(0));
+        let config = LivenessConfig {
+            active_ttl_ms: 1_000,
+            suspicion_ttl_ms,
+            stall_bound_ms: 500,
+            ..LivenessConfig::default()
+        };
+        (clock.clone(), Master::new(clock as Arc<dyn Clock>, config, options))
+    }
+
     #[test]
     fn master_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
@@ -444,14 +457,7 @@ mod tests {
     /// one thread (issue 17 round 5: `||` → `&&` survived the suite).
     #[test]
     fn the_recheck_drops_a_replica_whose_owner_stopped_serving() {
-        let clock = Arc::new(ManualClock::new(0));
-        let config = LivenessConfig {
-            active_ttl_ms: 1_000,
-            suspicion_ttl_ms: 20_000,
-            stall_bound_ms: 500,
-            ..LivenessConfig::default()
-        };
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+        let (clock, m) = manual_master(20_000, MasterOptions::default());
         m.mount("c1", "s1", 100).unwrap();
         m.put("k", 10, 1).unwrap(); // incomplete, on s1
         let recheck = || {
@@ -482,14 +488,7 @@ mod tests {
     /// owner serves, the task stands (issue 17 round 5: deleting its `!` survived the suite).
     #[test]
     fn the_task_recheck_cancels_a_task_whose_target_owner_stopped_serving() {
-        let clock = Arc::new(ManualClock::new(0));
-        let config = LivenessConfig {
-            active_ttl_ms: 1_000,
-            suspicion_ttl_ms: 20_000,
-            stall_bound_ms: 500,
-            ..LivenessConfig::default()
-        };
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, MasterOptions::default());
+        let (clock, m) = manual_master(20_000, MasterOptions::default());
         m.mount("c1", "s1", 100).unwrap();
         m.mount("c2", "s2", 100).unwrap();
         m.put("k", 10, 1).unwrap();
@@ -524,18 +523,11 @@ mod tests {
     /// waits in the outbox, so the task is still there when the completion lands.
     #[test]
     fn an_offload_finished_for_an_offline_executor_leaves_no_local_disk_replica() {
-        let clock = Arc::new(ManualClock::new(0));
-        let config = LivenessConfig {
-            active_ttl_ms: 1_000,
-            suspicion_ttl_ms: 2_000,
-            stall_bound_ms: 500,
-            ..LivenessConfig::default()
-        };
         let options = MasterOptions {
             offboarding: OffboardingDriver::Outbox,
             ..MasterOptions::default()
         };
-        let m = Master::new(clock.clone() as Arc<dyn Clock>, config, options);
+        let (clock, m) = manual_master(2_000, options);
         m.mount("c1", "s1", 100).unwrap();
         m.mount_local_disk("c1", 1_000).unwrap();
         m.put("k", 10, 1).unwrap();
@@ -569,12 +561,7 @@ mod tests {
     /// free: `loom_master_snapshot_vs_space_reuse`).
     #[test]
     fn space_freed_while_a_snapshot_holds_frees_is_reused_only_after_it_ends() {
-        let clock = Arc::new(ManualClock::new(0));
-        let m = Master::new(
-            clock as Arc<dyn Clock>,
-            LivenessConfig::default(),
-            MasterOptions::default(),
-        );
+        let (_clock, m) = manual_master(20_000, MasterOptions::default());
         m.mount("c1", "s1", 100).unwrap();
         m.put("a", 60, 1).unwrap();
         m.put_end("a").unwrap();
