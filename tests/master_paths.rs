@@ -508,6 +508,33 @@ fn random_allocation_on_a_large_table_picks_distinct_serving_segments() {
     );
 }
 
+/// With one serving segment left in a table of 200 slots, the random strategy's sample
+/// (`4n + 16` draws) usually misses it; the scan it falls back to must still find it (issue 17
+/// round 6: `picked.len() >= n` → `<` returned the short sample and failed these Puts).
+#[test]
+fn random_allocation_finds_the_last_serving_segment_of_a_large_table() {
+    use mooncake_liveness::clock::ManualClock;
+    use mooncake_liveness::master::{AllocationStrategy, Master};
+    use std::sync::Arc;
+    let clock = Arc::new(ManualClock::new(0));
+    let options = MasterOptions {
+        strategy: AllocationStrategy::Random,
+        seed: 5,
+        ..MasterOptions::default()
+    };
+    let m = Master::new(clock as Arc<dyn Clock>, Default::default(), options);
+    for c in 0..200 {
+        m.mount(&format!("c{c}"), &format!("s{c}"), 1 << 30).unwrap();
+    }
+    for c in 0..199 {
+        m.unmount(&format!("c{c}"), &format!("s{c}")).unwrap();
+    }
+    for k in 0..50 {
+        let r = m.put(&format!("k{k}"), 4096, 1).unwrap();
+        assert_eq!(segs(&r), ["s199"], "put {k}");
+    }
+}
+
 #[test]
 fn the_adoption_walk_matches_the_remounted_segments_replicas() {
     let mut m = M::new();

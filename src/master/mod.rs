@@ -554,6 +554,43 @@ mod tests {
         assert!(m.tasks().get(task).is_none());
     }
 
+    /// `start_offboarding_workers` switches an inline master to its worker pool, and
+    /// `shutdown_offboarding` stops it (issue 17 round 6: `start_offboarding_workers` → `()`
+    /// survived: no test in the master's targets started the pool this way).
+    #[test]
+    fn start_offboarding_workers_starts_the_pool_and_shutdown_stops_it() {
+        let (_clock, m) = manual_master(2_000, MasterOptions::default());
+        assert!(lock(&m.pool).is_none());
+        m.start_offboarding_workers();
+        assert!(
+            lock(&m.pool).is_some(),
+            "no worker pool after start_offboarding_workers"
+        );
+        assert_eq!(m.shutdown_offboarding(), 0, "an idle pool hands nothing back");
+        assert!(lock(&m.pool).is_none());
+    }
+
+    /// A master built with the seam disabled (`MasterOptions::seam_disabled`, for benchmarks)
+    /// allocates on a Suspected owner's segment: the owner term is skipped, liveness still runs
+    /// (issue 17 round 6: `seam` → `Seam::default()`, always enabled, survived, because the
+    /// disabled-seam test keeps every owner Active).
+    #[test]
+    fn a_master_with_the_seam_disabled_allocates_on_a_suspected_owner() {
+        let options = MasterOptions {
+            seam_disabled: true,
+            ..MasterOptions::default()
+        };
+        let (clock, m) = manual_master(20_000, options);
+        m.mount("c1", "s1", 100).unwrap();
+        for t in (100..=2_000).step_by(100) {
+            clock.set_ms(t);
+            m.tick();
+        }
+        assert_eq!(m.stats().suspected, 1, "c1 should be Suspected by now");
+        m.put("k", 10, 1)
+            .expect("a disabled seam allocates on a Suspected owner");
+    }
+
     /// While a snapshot holds frees (`hold_frees(true)`, what `MasterCore::snapshot` does before
     /// copying the first shard), space a Remove frees stays used and cannot be allocated again;
     /// ending the hold frees it. Segments and LocalDisks alike (issue 17 round 5: both
