@@ -501,6 +501,7 @@ mod tests {
         };
         assert_eq!(recheck(), Ok(()), "a task for an Active target owner was cancelled");
         assert!(m.tasks().get(id).is_some() && s2.used() == 10);
+        assert_eq!(m.tasks().len(), 1);
         for t in (100..=1_500).step_by(100) {
             clock.set_ms(t);
             m.ping("c1");
@@ -510,6 +511,7 @@ mod tests {
         assert!(m.tasks().get(id).is_some(), "the task is held while c2 is Suspected");
         assert_eq!(recheck(), Err(MasterError::UnavailableInCurrentStatus));
         assert!(m.tasks().get(id).is_none(), "the task was kept");
+        assert_eq!(m.tasks().len(), 0);
         assert_eq!(s2.used(), 0, "the target's allocation was kept");
         let objects = m.objects();
         let obj = objects.get("k").unwrap();
@@ -589,6 +591,31 @@ mod tests {
         assert_eq!(m.stats().suspected, 1, "c1 should be Suspected by now");
         m.put("k", 10, 1)
             .expect("a disabled seam allocates on a Suspected owner");
+    }
+
+    /// The master's stats count a stall and its length as the monitor reported it (issue 17
+    /// round 6: `stall_ms += ms` → `*=` survived, and `Shards::is_empty` → `true`).
+    #[test]
+    fn a_stall_is_counted_in_the_masters_stats_with_its_length() {
+        let (clock, m) = manual_master(20_000, MasterOptions::default());
+        assert!(!m.shards.is_empty() && m.shards.len().is_power_of_two());
+        m.mount("c1", "s1", 100).unwrap();
+        clock.set_ms(100);
+        m.tick();
+        clock.set_ms(5_000);
+        m.tick();
+        let stalls: Vec<u64> = m
+            .take_events()
+            .iter()
+            .filter_map(|e| match e {
+                MasterEvent::StallDetected { ms, .. } => Some(*ms),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stalls.len(), 1, "one stall: {stalls:?}");
+        assert!(stalls[0] > 0);
+        let s = m.stats();
+        assert_eq!((s.stalls, s.stall_ms), (1, stalls[0]));
     }
 
     /// While a snapshot holds frees (`hold_frees(true)`, what `MasterCore::snapshot` does before
