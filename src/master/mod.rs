@@ -572,6 +572,29 @@ mod tests {
         assert!(lock(&m.pool).is_none());
     }
 
+    /// `shutdown_offboarding` returns how many jobs the workers handed back: a job whose step
+    /// always fails is parked in the pool's retry table (the manual clock never makes it due),
+    /// so the shutdown hands exactly it back, and the master keeps it pending (issue 17 round 6:
+    /// `shutdown_offboarding` → `0` survived).
+    #[test]
+    fn shutdown_offboarding_counts_the_job_it_hands_back() {
+        let (clock, m) = manual_master(2_000, MasterOptions::default());
+        m.start_offboarding_workers();
+        m.mount("c1", "s1", 100).unwrap();
+        m.fail_step(crate::offboarding::Step::Metadata, u32::MAX);
+        for t in (100..=3_000).step_by(100) {
+            clock.set_ms(t);
+            m.tick();
+        }
+        assert_eq!(m.stats().offline, 1, "c1 should be Offline by now");
+        assert_eq!(m.shutdown_offboarding(), 1, "the failing job was not counted");
+        assert_eq!(
+            m.stats().jobs_pending,
+            1,
+            "the handed-back job is pending in the master"
+        );
+    }
+
     /// A master built with the seam disabled (`MasterOptions::seam_disabled`, for benchmarks)
     /// allocates on a Suspected owner's segment: the owner term is skipped, liveness still runs
     /// (issue 17 round 6: `seam` → `Seam::default()`, always enabled, survived, because the
