@@ -75,3 +75,23 @@ impl NofSegments {
         self.segments.iter()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A NoF mount needs a free name and a size (issue 17 round 6: the `||` of the check turned
+    /// into `&&` survived, which let a second mount overwrite the first and a 0-byte one in).
+    #[test]
+    fn a_mount_needs_a_free_name_and_a_size() {
+        let mut nof = NofSegments::default();
+        assert!(nof.mount("n1", 10));
+        assert!(!nof.mount("n1", 20), "a taken name was mounted again");
+        assert!(!nof.mount("n2", 0), "a 0-byte segment was mounted");
+        assert!(nof.is_mounted("n1") && !nof.is_mounted("n2"));
+        assert_eq!(
+            nof.iter().map(|(n, s)| (n.as_str(), s.size)).collect::<Vec<_>>(),
+            [("n1", 10)]
+        );
+    }
+}
