@@ -25,11 +25,7 @@ pub struct NofSegments {
 impl NofSegments {
     /// Mounts a NoF segment; `false` if the name is taken or the size is 0.
     pub fn mount(&mut self, name: &str, size: u64) -> bool {
-        if size == 0 || self.segments.contains_key(name) {
-            return false;
-        }
-        self.segments.insert(name.to_string(), NofSegment { size, failures: 0 });
-        true
+        self.restore(name, size, 0)
     }
 
     /// Records a probe result; returns `true` if the segment was unmounted by it.
@@ -80,8 +76,9 @@ impl NofSegments {
 mod tests {
     use super::*;
 
-    /// A NoF mount needs a free name and a size (issue 17 round 6: the `||` of the check turned
-    /// into `&&` survived, which let a second mount overwrite the first and a 0-byte one in).
+    /// A NoF mount (and a restore) needs a free name and a size (issue 17 round 6: the `||` of
+    /// the check turned into `&&` survived in both, letting a second mount overwrite the first
+    /// and a 0-byte one in; `mount` now calls `restore`).
     #[test]
     fn a_mount_needs_a_free_name_and_a_size() {
         let mut nof = NofSegments::default();
@@ -93,5 +90,10 @@ mod tests {
             nof.iter().map(|(n, s)| (n.as_str(), s.size)).collect::<Vec<_>>(),
             [("n1", 10)]
         );
+        // A snapshot's restore follows the same rule and keeps the failure count.
+        assert!(!nof.restore("n1", 5, 1) && !nof.restore("n3", 0, 1));
+        assert!(nof.restore("n3", 7, 2));
+        let restored: Vec<_> = nof.iter().map(|(n, s)| (n.as_str(), s.size, s.failures)).collect();
+        assert_eq!(restored, [("n1", 10, 0), ("n3", 7, 2)]);
     }
 }
