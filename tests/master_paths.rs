@@ -188,6 +188,73 @@ fn drain_never_selects_a_suspected_owners_segment() {
     );
 }
 
+/// Draining a Suspected owner's segment starts no Move from it, even where another replica of
+/// the object serves: the source of a Move must be the drained segment's own replica, and it
+/// does not serve (invariant 10; issue 17 round 6: `&&` → `||` in the source check survived).
+#[test]
+fn draining_a_suspected_owners_segment_moves_nothing_from_it() {
+    let mut m = M::new();
+    for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3")] {
+        m.at(0).mount(c, s, 1_000).unwrap();
+    }
+    m.at(0).put("k", 10, 2).unwrap();
+    m.at(0).put_end("k").unwrap();
+    assert_eq!(
+        m.m.query(None, Some("s1")).segment.unwrap().used,
+        10,
+        "k has a replica on s1"
+    );
+    // c1 goes silent; c2 and c3 stay.
+    let mut t = 1_000;
+    while t <= 10_000 {
+        m.at(t).ping("c2");
+        m.at(t).ping("c3");
+        t += 1_000;
+    }
+    assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
+    assert_eq!(m.at(10_000).drain("s1").unwrap(), []);
+    assert_eq!(
+        m.m.query(None, Some("s3")).segment.unwrap().used,
+        0,
+        "a target was reserved"
+    );
+}
+
+/// Unmounting a segment cancels only the tasks that read from or write to it: a Copy between
+/// two other segments of the same object stands (issue 17 round 6: `Task::touches` → `true`
+/// survived, which cancelled every task of every object with a replica on the unmounted segment).
+#[test]
+fn unmounting_a_segment_keeps_a_copy_between_two_others() {
+    let mut m = M::new();
+    for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3")] {
+        m.at(0).mount(c, s, 1_000).unwrap();
+    }
+    m.at(0).put("k", 10, 2).unwrap();
+    m.at(0).put_end("k").unwrap();
+    let held: Vec<String> = ["s1", "s2", "s3"]
+        .into_iter()
+        .filter(|s| m.m.query(None, Some(s)).segment.unwrap().used == 10)
+        .map(String::from)
+        .collect();
+    let free = ["s1", "s2", "s3"]
+        .into_iter()
+        .find(|s| !held.iter().any(|h| h == s))
+        .unwrap();
+    let task = m.at(0).replicate("k", free, false).unwrap();
+    let source =
+        m.m.tasks()
+            .get(task)
+            .and_then(|t| t.source.as_ref().map(|s| s.name.clone()))
+            .unwrap();
+    let other = held.iter().find(|h| **h != source).unwrap().clone();
+    let owner = format!("c{}", &other[1..]);
+    m.at(0).unmount(&owner, &other).unwrap();
+    assert!(
+        m.m.tasks().get(task).is_some(),
+        "the Copy {source} -> {free} was cancelled by unmounting {other}"
+    );
+}
+
 /// c1 owns s1 and a LocalDisk of `capacity` bytes; `keys` are complete objects of 10 bytes on
 /// s1, written at 0.
 fn local_disk_holder(capacity: u64, keys: &[&str]) -> M {

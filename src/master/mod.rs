@@ -641,6 +641,27 @@ mod tests {
         assert_eq!((s.stalls, s.stall_ms), (1, stalls[0]));
     }
 
+    /// A snapshot records the recency clock at or past every object's last touch, so a
+    /// restored master's next touch is newer than every restored one (issue 17 round 6:
+    /// `Shards::clock` → `0` survived, which after a failover would make new objects look
+    /// older than every restored object to the LRU eviction).
+    #[test]
+    fn a_snapshot_records_the_recency_clock_past_every_touch() {
+        let (_clock, m) = manual_master(20_000, MasterOptions::default());
+        m.mount("c1", "s1", 100).unwrap();
+        for k in ["a", "b"] {
+            m.put(k, 10, 1).unwrap();
+            m.put_end(k).unwrap();
+        }
+        let snap = m.snapshot();
+        let newest = snap.objects.iter().map(|o| o.touched).max().unwrap();
+        assert!(
+            newest > 0 && snap.lru_clock >= newest,
+            "clock {} < touch {newest}",
+            snap.lru_clock
+        );
+    }
+
     /// While a snapshot holds frees (`hold_frees(true)`, what `MasterCore::snapshot` does before
     /// copying the first shard), space a Remove frees stays used and cannot be allocated again;
     /// ending the hold frees it. Segments and LocalDisks alike (issue 17 round 5: both
