@@ -572,6 +572,19 @@ mod tests {
         assert!(lock(&m.pool).is_none());
     }
 
+    /// Dropping a master stops its worker pool: the workers hold the core, so without the stop
+    /// the core (and every table in it) would never be freed (issue 17 round 6: `Drop for
+    /// Master` → `()` survived). Also pins `tick_ms` to the configured tick (`→ 1` survived).
+    #[test]
+    fn dropping_a_master_with_workers_frees_its_core() {
+        let (_clock, m) = manual_master(2_000, MasterOptions::default());
+        assert_eq!(m.tick_ms(), LivenessConfig::default().monitor_tick_ms);
+        m.start_offboarding_workers();
+        let core = Arc::downgrade(&m.core);
+        drop(m);
+        assert!(core.upgrade().is_none(), "the workers kept the core alive");
+    }
+
     /// `shutdown_offboarding` returns how many jobs the workers handed back: a job whose step
     /// always fails is parked in the pool's retry table (the manual clock never makes it due),
     /// so the shutdown hands exactly it back, and the master keeps it pending (issue 17 round 6:
