@@ -158,21 +158,31 @@ fn callbacks_from_suspected_accepted_from_offline_or_unknown_refused() {
     assert_eq!(m.at(41_200).task_done("c2", t, true), Err(MasterError::IllegalClient));
 }
 
-#[test]
-fn drain_never_selects_a_suspected_owners_segment() {
+/// c1, c2 and c3 own s1, s2 and s3 (1,000 bytes each); `k` (10 bytes) is complete with
+/// `replicas` replicas, written at 0.
+fn three_clients_holding_k(replicas: usize) -> M {
     let mut m = M::new();
     for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3")] {
         m.at(0).mount(c, s, 1_000).unwrap();
     }
-    m.at(0).put("k", 10, 1).unwrap(); // s1
+    m.at(0).put("k", 10, replicas).unwrap();
     m.at(0).put_end("k").unwrap();
-    // c2 goes silent; c1 and c3 stay.
-    let mut t = 1_000;
-    while t <= 10_000 {
-        m.at(t).ping("c1");
-        m.at(t).ping("c3");
-        t += 1_000;
+    m
+}
+
+/// `clients` ping once a second from 1 s to `until_ms`; everyone else stays silent.
+fn ping_every_second_until(m: &mut M, clients: &[&str], until_ms: u64) {
+    for t in (1_000..=until_ms).step_by(1_000) {
+        for c in clients {
+            m.at(t).ping(c);
+        }
     }
+}
+
+#[test]
+fn drain_never_selects_a_suspected_owners_segment() {
+    let mut m = three_clients_holding_k(1); // k on s1
+    ping_every_second_until(&mut m, &["c1", "c3"], 10_000); // c2 goes silent
     assert_eq!(m.state("c2"), Some(LivenessState::Suspected));
     let tasks = m.at(10_000).drain("s1").unwrap();
     assert_eq!(tasks.len(), 1);
@@ -193,24 +203,13 @@ fn drain_never_selects_a_suspected_owners_segment() {
 /// does not serve (invariant 10; issue 17 round 6: `&&` → `||` in the source check survived).
 #[test]
 fn draining_a_suspected_owners_segment_moves_nothing_from_it() {
-    let mut m = M::new();
-    for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3")] {
-        m.at(0).mount(c, s, 1_000).unwrap();
-    }
-    m.at(0).put("k", 10, 2).unwrap();
-    m.at(0).put_end("k").unwrap();
+    let mut m = three_clients_holding_k(2);
     assert_eq!(
         m.m.query(None, Some("s1")).segment.unwrap().used,
         10,
         "k has a replica on s1"
     );
-    // c1 goes silent; c2 and c3 stay.
-    let mut t = 1_000;
-    while t <= 10_000 {
-        m.at(t).ping("c2");
-        m.at(t).ping("c3");
-        t += 1_000;
-    }
+    ping_every_second_until(&mut m, &["c2", "c3"], 10_000); // c1 goes silent
     assert_eq!(m.state("c1"), Some(LivenessState::Suspected));
     assert_eq!(m.at(10_000).drain("s1").unwrap(), []);
     assert_eq!(
@@ -225,12 +224,7 @@ fn draining_a_suspected_owners_segment_moves_nothing_from_it() {
 /// survived, which cancelled every task of every object with a replica on the unmounted segment).
 #[test]
 fn unmounting_a_segment_keeps_a_copy_between_two_others() {
-    let mut m = M::new();
-    for (c, s) in [("c1", "s1"), ("c2", "s2"), ("c3", "s3")] {
-        m.at(0).mount(c, s, 1_000).unwrap();
-    }
-    m.at(0).put("k", 10, 2).unwrap();
-    m.at(0).put_end("k").unwrap();
+    let mut m = three_clients_holding_k(2);
     let held: Vec<String> = ["s1", "s2", "s3"]
         .into_iter()
         .filter(|s| m.m.query(None, Some(s)).segment.unwrap().used == 10)
@@ -532,21 +526,27 @@ fn nof_segments_follow_their_probes_not_client_liveness() {
     assert!(!m.m.nof().is_mounted("nof1"));
 }
 
-/// `Random` on a large segment table samples instead of shuffling every segment per Put: the
-/// replicas still land on distinct serving segments, never on an unmounted one, and spread.
-#[test]
-fn random_allocation_on_a_large_table_picks_distinct_serving_segments() {
+/// A master on a manual clock at 0 allocating with the `Random` strategy from `seed`.
+fn random_master(seed: u64) -> mooncake_liveness::master::Master {
     use mooncake_liveness::clock::ManualClock;
-    use mooncake_liveness::master::{AllocationStrategy, Master, SegmentSpec};
-    use std::collections::BTreeSet;
+    use mooncake_liveness::master::{AllocationStrategy, Master};
     use std::sync::Arc;
     let clock = Arc::new(ManualClock::new(0));
     let options = MasterOptions {
         strategy: AllocationStrategy::Random,
-        seed: 3,
+        seed,
         ..MasterOptions::default()
     };
-    let m = Master::new(clock as Arc<dyn Clock>, Default::default(), options);
+    Master::new(clock as Arc<dyn Clock>, Default::default(), options)
+}
+
+/// `Random` on a large segment table samples instead of shuffling every segment per Put: the
+/// replicas still land on distinct serving segments, never on an unmounted one, and spread.
+#[test]
+fn random_allocation_on_a_large_table_picks_distinct_serving_segments() {
+    use mooncake_liveness::master::SegmentSpec;
+    use std::collections::BTreeSet;
+    let m = random_master(3);
     for c in 0..200 {
         let (client, segment) = (format!("c{c}"), format!("s{c}"));
         m.mount(&client, &segment, 1 << 30).unwrap();
@@ -580,16 +580,7 @@ fn random_allocation_on_a_large_table_picks_distinct_serving_segments() {
 /// round 6: `picked.len() >= n` → `<` returned the short sample and failed these Puts).
 #[test]
 fn random_allocation_finds_the_last_serving_segment_of_a_large_table() {
-    use mooncake_liveness::clock::ManualClock;
-    use mooncake_liveness::master::{AllocationStrategy, Master};
-    use std::sync::Arc;
-    let clock = Arc::new(ManualClock::new(0));
-    let options = MasterOptions {
-        strategy: AllocationStrategy::Random,
-        seed: 5,
-        ..MasterOptions::default()
-    };
-    let m = Master::new(clock as Arc<dyn Clock>, Default::default(), options);
+    let m = random_master(5);
     for c in 0..200 {
         m.mount(&format!("c{c}"), &format!("s{c}"), 1 << 30).unwrap();
     }
