@@ -114,6 +114,34 @@ TEST(Story, ActiveSuspectedRecoverByPing) {
     EXPECT_EQ(core.ping(A, 7).value(), ml::PingStatus::NeedRemount) << "stale token";
 }
 
+TEST(Story, BatchFilterAnswersAsEachHandle) {
+    Recorder rec;
+    auto core = make(rec.callbacks());
+    ml::Handle a = mount(core, A);
+    run_for(core, 600);
+    ml::Handle b = mount(core, B);
+    run_for(core, 600);  // A has been silent 1.2 s: Suspected; B 0.6 s: Active
+    ASSERT_FALSE(a.is_serving());
+    ASSERT_TRUE(b.is_serving());
+    alignas(64) uint64_t foreign[8];
+    std::memset(foreign, 0x5a, sizeof foreign);
+    const MlvHandle* batch[] = {a.get(), b.get(), nullptr, reinterpret_cast<const MlvHandle*>(foreign), b.get()};
+    bool out[5] = {true, false, true, true, false};
+    auto n = ml::filter_serving(batch, 5, out);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(n.value(), 2u);
+    for (size_t i = 0; i < 5; i++) EXPECT_EQ(out[i], mlv_handle_is_serving(batch[i])) << "entry " << i;
+    EXPECT_FALSE(out[0]);
+    EXPECT_TRUE(out[1]);
+
+    bool untouched[1] = {true};
+    EXPECT_EQ(ml::filter_serving(nullptr, 1, untouched).status(), ml::Status::InvalidParams);
+    EXPECT_NE(ml::last_error().find("handles is null"), std::string::npos) << ml::last_error();
+    EXPECT_EQ(ml::filter_serving(batch, (size_t(1) << 20) + 1, untouched).status(), ml::Status::InvalidParams);
+    EXPECT_TRUE(untouched[0]) << "an error writes nothing";
+    EXPECT_EQ(ml::filter_serving(nullptr, 0, nullptr).value(), 0u) << "an empty batch is not an error";
+}
+
 TEST(Story, OfflineCallbacksBarrierNewIncarnation) {
     Recorder rec;
     std::mutex gate_mu;

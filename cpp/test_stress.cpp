@@ -113,7 +113,8 @@ TEST(Stress, PingsMountsHandlesMonitorAndOffboardingTogether) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     });
-    // 2 handle checkers: is_serving implies should_retain, for every handle at every read.
+    // 2 handle checkers: is_serving implies should_retain, for every handle at every read,
+    // one at a time and through the batch filter.
     for (int t = 0; t < 2; t++) {
         threads.emplace_back([&, t] {
             uint64_t i = t;
@@ -125,7 +126,13 @@ TEST(Stress, PingsMountsHandlesMonitorAndOffboardingTogether) {
                     bool retain = h->should_retain();
                     if (serving && !retain) broken = true;
                 }
-                checks.fetch_add(100, std::memory_order_relaxed);
+                // The batch filter over this handle and the next client's (if mounted).
+                auto next = core.handle(ml::ClientId{0, i % kClients});
+                const MlvHandle* batch[2] = {h->get(), next.ok() ? next->get() : nullptr};
+                bool out[2] = {false, false};
+                if (!ml::filter_serving(batch, 2, out).ok()) broken = true;
+                if ((out[0] && !h->should_retain()) || (out[1] && !next->should_retain())) broken = true;
+                checks.fetch_add(102, std::memory_order_relaxed);
             }
         });
     }

@@ -560,6 +560,23 @@ bool mlv_handle_is_serving(const struct MlvHandle *handle);
 // As `mlv_handle_is_serving`.
 bool mlv_handle_should_retain(const struct MlvHandle *handle);
 
+// The allocation filter in one call: `out[i]` = `mlv_handle_is_serving(handles[i])` for each
+// of the `n` handles (a null or foreign entry is `false`: fail closed), and `*count` (if
+// `count` is not null) = how many serve. One call for the batch, then per handle one tag check
+// and one `Acquire` load: a filter over candidate segments pays the call once, not per
+// candidate. `n` = 0 writes nothing else and counts 0. Errors (nothing written to `out`):
+// `n` above 2^20, or `handles`/`out` null or `handles` misaligned while `n` > 0 —
+// `MLV_INVALID_PARAMS`. Thread-safe; wait-free.
+//
+// # Safety
+// If `n` > 0: `handles` points to `n` readable pointers, each null or readable as an
+// `MlvHandle`; `out` to `n` writable `bool`s not overlapping `handles`. `count` is null or
+// writable.
+MlvStatus mlv_handles_serving(const struct MlvHandle *const *handles,
+                              size_t n,
+                              bool *out,
+                              size_t *count);
+
 // The handle's client, incarnation, state and readiness. Thread-safe; wait-free.
 //
 // # Safety

@@ -130,6 +130,17 @@ private:
     MlvHandle* h_ = nullptr;
 };
 
+/// The allocation filter in one call: out[i] = whether handles[i] serves (a null entry, e.g. an
+/// empty Handle's get(), does not); returns how many serve. One call for the whole batch, then
+/// one tag check and one acquire load per handle. Errors: InvalidParams (n above 2^20, or a
+/// null array while n > 0); nothing is written to out then.
+inline Result<size_t> filter_serving(const MlvHandle* const* handles, size_t n, bool* out) noexcept {
+    size_t count = 0;
+    Status s = to_status(mlv_handles_serving(handles, n, out, &count));
+    if (s != Status::Ok) return s;
+    return count;
+}
+
 /// The embedder's callbacks. Empty functions are allowed (an empty step has nothing to clean).
 struct Callbacks {
     std::function<void(const MlvEvent&)> on_event;

@@ -106,10 +106,17 @@ public:
         std::vector<std::string> out;
         auto it = objects_.find(key);
         if (it == objects_.end()) return out;
-        for (auto& r : it->second.replicas) {
+        // One C-ABI call filters the whole list (a missing segment or owner is a null entry).
+        const auto& reps = it->second.replicas;
+        std::vector<const MlvHandle*> owners;
+        for (auto& r : reps) {
             auto s = segments_.find(r);
-            if (s != segments_.end() && s->second.owner && s->second.owner->is_serving()) out.push_back(r);
+            owners.push_back(s != segments_.end() && s->second.owner ? s->second.owner->get() : nullptr);
         }
+        std::unique_ptr<bool[]> serving(new bool[reps.size()]);
+        if (!ml::filter_serving(owners.data(), owners.size(), serving.get()).ok()) return out;
+        for (size_t i = 0; i < reps.size(); i++)
+            if (serving[i]) out.push_back(reps[i]);
         return out;
     }
 

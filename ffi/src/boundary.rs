@@ -9,7 +9,8 @@
 //!   checked on every use and overwritten when the object is freed. A null pointer or a wrong
 //!   tag is `MLV_INVALID_PARAMS`. The tag catches foreign pointers and most stale ones; it
 //!   cannot make a use after free defined (no check can): the contract still forbids that.
-//! - Inputs are bounded: config text ≤ 1 MiB, snapshots ≤ 256 MiB.
+//! - Inputs are bounded: config text ≤ 1 MiB, snapshots ≤ 256 MiB, handle batches ≤ 2^20
+//!   entries; an array of pointers must be aligned.
 
 use crate::types::*;
 use std::cell::RefCell;
@@ -19,6 +20,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub(crate) const MAX_CONFIG_TEXT: usize = 1 << 20;
 /// Largest snapshot accepted.
 pub(crate) const MAX_SNAPSHOT: usize = 256 << 20;
+/// Most handles one `mlv_handles_serving` call accepts (a filter over candidates, not a scan).
+pub(crate) const MAX_BATCH: usize = 1 << 20;
 
 /// Tags of live objects, and the value written over them when freed.
 pub(crate) const TAG_CORE: u64 = 0x4d4c_565f_434f_5245; // "MLV_CORE"

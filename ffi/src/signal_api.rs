@@ -288,6 +288,52 @@ pub unsafe extern "C" fn mlv_handle_should_retain(handle: *const MlvHandle) -> b
     })
 }
 
+/// The allocation filter in one call: `out[i]` = `mlv_handle_is_serving(handles[i])` for each
+/// of the `n` handles (a null or foreign entry is `false`: fail closed), and `*count` (if
+/// `count` is not null) = how many serve. One call for the batch, then per handle one tag check
+/// and one `Acquire` load: a filter over candidate segments pays the call once, not per
+/// candidate. `n` = 0 writes nothing else and counts 0. Errors (nothing written to `out`):
+/// `n` above 2^20, or `handles`/`out` null or `handles` misaligned while `n` > 0 —
+/// `MLV_INVALID_PARAMS`. Thread-safe; wait-free.
+///
+/// # Safety
+/// If `n` > 0: `handles` points to `n` readable pointers, each null or readable as an
+/// `MlvHandle`; `out` to `n` writable `bool`s not overlapping `handles`. `count` is null or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn mlv_handles_serving(
+    handles: *const *const MlvHandle,
+    n: usize,
+    out: *mut bool,
+    count: *mut usize,
+) -> MlvStatus {
+    guard("mlv_handles_serving", || {
+        if n > MAX_BATCH {
+            return Err(invalid(format!("n is {n}, more than the limit of {MAX_BATCH}")));
+        }
+        let mut serving = 0;
+        if n > 0 {
+            required(handles.cast_mut(), "handles")?;
+            required(out, "out")?;
+            if !handles.is_aligned() {
+                return Err(invalid("handles is not aligned for a pointer array"));
+            }
+            // SAFETY: non-null, aligned, `n` readable entries by the caller's contract.
+            let hs = unsafe { std::slice::from_raw_parts(handles, n) };
+            // SAFETY: non-null, `n` writable bools (align 1) not overlapping `hs`, by contract.
+            let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
+            for (o, &h) in out.iter_mut().zip(hs) {
+                // SAFETY: each entry is null or readable as an `MlvHandle`, by contract.
+                *o = unsafe { handle_ref(h) }.is_some_and(|h| h.owner.is_serving());
+                serving += usize::from(*o);
+            }
+        }
+        // SAFETY: null or writable by contract.
+        unsafe { put(count, serving) };
+        Ok(())
+    })
+}
+
 /// The handle's client, incarnation, state and readiness. Thread-safe; wait-free.
 ///
 /// # Safety

@@ -31,6 +31,8 @@ enum Op {
     Snapshot,
     Restore(Vec<u8>),
     Foreign(u8),
+    Batch(u8),
+    BadBatch(u8),
     Stats,
 }
 
@@ -47,6 +49,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Snapshot),
         1 => prop::collection::vec(any::<u8>(), 0..64).prop_map(Op::Restore),
         1 => (0u8..8).prop_map(Op::Foreign),
+        2 => any::<u8>().prop_map(Op::Batch),
+        1 => (0u8..5).prop_map(Op::BadBatch),
         1 => Just(Op::Stats),
     ]
 }
@@ -185,6 +189,51 @@ fn run(ops: Vec<Op>) {
                         }
                     };
                     assert_eq!(st, MLV_INVALID_PARAMS);
+                }
+                Op::Batch(mix) => {
+                    // The live handles, with a null or a foreign entry slipped in where `mix`
+                    // says: each answer is the single call's, and the count is theirs.
+                    let mut batch: Vec<*const MlvHandle> = handles.iter().map(|&h| h.cast_const()).collect();
+                    let at = usize::from(mix) % (batch.len() + 1);
+                    match mix % 3 {
+                        0 => batch.insert(at, null()),
+                        1 => batch.insert(at, foreign.as_ptr().cast()),
+                        _ => {}
+                    }
+                    let mut out = vec![mix % 2 == 0; batch.len()];
+                    let mut count = usize::MAX;
+                    assert_eq!(
+                        mlv_handles_serving(batch.as_ptr(), batch.len(), out.as_mut_ptr(), &mut count),
+                        MLV_OK
+                    );
+                    let single: Vec<bool> = batch.iter().map(|&h| mlv_handle_is_serving(h)).collect();
+                    assert_eq!(out, single);
+                    assert_eq!(count, single.iter().filter(|&&s| s).count());
+                }
+                Op::BadBatch(which) => {
+                    let hs: Vec<*const MlvHandle> = handles.iter().map(|&h| h.cast_const()).collect();
+                    let mut out = [true; 4];
+                    let mut count = usize::MAX;
+                    let st = match which {
+                        0 => mlv_handles_serving(null(), 1, out.as_mut_ptr(), &mut count),
+                        1 => mlv_handles_serving(hs.as_ptr(), 1, null_mut(), &mut count),
+                        2 => mlv_handles_serving(hs.as_ptr(), (1 << 20) + 1, out.as_mut_ptr(), &mut count),
+                        3 => {
+                            let bytes = [0u8; 24];
+                            let misaligned = bytes.as_ptr().wrapping_add(1 + bytes.as_ptr().align_offset(8));
+                            mlv_handles_serving(misaligned.cast(), 1, out.as_mut_ptr(), &mut count)
+                        }
+                        _ => {
+                            // An empty batch is fine with null arrays and counts 0.
+                            assert_eq!(mlv_handles_serving(null(), 0, null_mut(), &mut count), MLV_OK);
+                            assert_eq!(count, 0);
+                            MLV_INVALID_PARAMS
+                        }
+                    };
+                    assert_eq!(st, MLV_INVALID_PARAMS);
+                    if which < 4 {
+                        assert_eq!((out, count), ([true; 4], usize::MAX), "an error writes nothing");
+                    }
                 }
                 Op::Stats => {
                     let mut s = MlvStats::default();
