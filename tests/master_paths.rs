@@ -610,3 +610,23 @@ fn the_adoption_walk_matches_the_remounted_segments_replicas() {
     assert_eq!(m.m.adoption_walk("c2", &specs), 0, "s1 is not c2's");
     assert_eq!(m.m.adoption_walk("nobody", &specs), 0);
 }
+
+#[test]
+fn a_second_put_end_or_a_put_revoke_never_touches_a_copy_in_flight() {
+    let mut m = two_clients();
+    m.at(500).put("k", 10, 1).unwrap();
+    m.at(500).put_end("k").unwrap();
+    let src = m.at(500).get("k").unwrap()[0].segment.clone();
+    let dst = if src == "s1" { "s2" } else { "s1" };
+    m.at(500).replicate("k", dst, false).unwrap();
+    // The put ended already: a second PutEnd must not mark the Copy's target complete (its
+    // bytes are not copied yet), and a late PutRevoke must not erase the object.
+    assert_eq!(m.at(500).put_end("k"), Err(MasterError::InvalidParams));
+    assert_eq!(
+        segs(&m.at(500).get("k").unwrap()),
+        [src.as_str()],
+        "an uncopied replica was served"
+    );
+    assert_eq!(m.at(500).put_revoke("k"), Err(MasterError::InvalidParams));
+    assert_eq!(segs(&m.at(500).get("k").unwrap()), [src.as_str()]);
+}

@@ -223,7 +223,9 @@ impl MasterCore {
                 return Err(MasterError::IllegalClient);
             }
         }
-        if obj.is_complete() {
+        // Not `is_complete`: a Copy in flight adds an incomplete replica to an ended Put, and a
+        // second PutEnd must not mark it written (nor a late PutRevoke erase the object).
+        if obj.put_ended() {
             return Err(MasterError::InvalidParams);
         }
         if end {

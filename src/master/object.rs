@@ -103,6 +103,14 @@ impl Object {
         !self.replicas.is_empty() && self.replicas.iter().all(|r| r.complete)
     }
 
+    /// Has the Put ended (PutEnd)? PutEnd completes every replica of the Put at once, and a
+    /// Copy/Move/promotion or offload only starts from a complete replica, so one complete
+    /// replica means the Put is over, whatever a task in flight has added since (its target is
+    /// incomplete until the task is done: `is_complete` is then false).
+    pub fn put_ended(&self) -> bool {
+        self.replicas.iter().any(|r| r.complete)
+    }
+
     /// Has a replica on `segment`?
     pub fn on_segment(&self, segment: SegmentId) -> bool {
         self.replicas.iter().any(|r| r.segment() == Some(segment))
