@@ -23,8 +23,9 @@ V3 = V2 + [("mount_with_token", 3), ("ping_with_token", 2)]
 V4 = V3 + [("set_quota", 1)]
 V5 = V4 + [("reload_ttls", 2)]
 V6 = V5 + [("batch_keys", 1), ("reload_ttls_long", 2), ("advance_far", 1)]
-VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6}
-CURRENT = 6
+V7 = V6 + [("replicate", 3), ("fetch_tasks", 1), ("task_done", 3)]
+VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6, 7: V7}
+CURRENT = 7
 CONFIG_BYTES = 8
 
 

@@ -44,8 +44,9 @@ proptest! {
 /// The committed `differential` seeds reach both offboarding modes and, in async mode, a
 /// completion on the executor, a retry, a failover while the executor held a job and the
 /// shutdown hand-back; in both modes, a window armed on wheel level ≥ 2 expiring, a job
-/// whose `metadata` step took several batches and the mass-suspicion brake engaging and
-/// releasing.
+/// whose `metadata` step took several batches, the mass-suspicion brake engaging and
+/// releasing, and Copy/Move tasks delivered, held back from an Active executor (their source's
+/// owner Suspected) and completed by a Suspected executor.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -65,6 +66,12 @@ fn differential_seeds_reach_both_modes() {
         assert!(total.multi_batch_jobs[mode] > 0, "{total}");
         assert!(
             total.brake_engaged[mode] > 0 && total.brake_released[mode] > 0,
+            "{total}"
+        );
+        assert!(
+            total.tasks_delivered[mode] > 0
+                && total.fetches_holding_back[mode] > 0
+                && total.tasks_done_while_suspected[mode] > 0,
             "{total}"
         );
     }

@@ -1,7 +1,7 @@
 //! Each operation's answer and events against the model's (invariants 6, 7, 9, 10, 14, and the
 //! segment-name rule of `trace-format.md`).
 
-use super::super::model::{Ev, PutPlan, State, CLIENT_NAMES, SEGMENT_NAMES};
+use super::super::model::{Ev, PutPlan, State, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
 use super::check::Checker;
 use super::decode::Cmd;
 use super::names::{ev_of, segment_index};
@@ -178,6 +178,18 @@ impl Checker {
             // (`offboarding/job.rs`, `complete_client_offboarding`). The model is unchanged: the
             // same events, state and refunds must follow, whatever the batch.
             Cmd::BatchKeys(_) => (Answer::Nothing, None),
+            Cmd::Replicate { k, s, mv } => (Answer::Task(md.replicate(*k, *s, *mv)), None),
+            Cmd::FetchTasks { c } => {
+                let got = md.fetch_tasks(*c);
+                let tasks = got
+                    .into_iter()
+                    .map(|(id, kind, k)| (id, kind, KEY_NAMES[k].to_string()));
+                (Answer::Tasks(tasks.collect()), None)
+            }
+            Cmd::TaskDone { c, id, ok } => {
+                let c = c.expect("resolved before it applies");
+                (Answer::Done(md.task_done(c, *id, *ok)), None)
+            }
         };
         assert_eq!(answer, &want, "answer to {cmd:?} at {now}");
         // Invariant 6: a refused mount is not a liveness signal and creates no record.

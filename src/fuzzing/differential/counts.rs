@@ -7,7 +7,7 @@ use crate::master::MasterEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 19] = [
+const OPS: [&str; 22] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -27,6 +27,9 @@ const OPS: [&str; 19] = [
     "set_quota",
     "reload_ttls",
     "batch_keys",
+    "replicate",
+    "fetch_tasks",
+    "task_done",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -57,6 +60,15 @@ pub struct Counts {
     /// Mass-suspicion brake engagements and releases, per mode.
     pub brake_engaged: [u64; 2],
     pub brake_released: [u64; 2],
+    /// Tasks handed over by FetchTasks.
+    pub tasks_delivered: [u64; 2],
+    /// FetchTasks answers by an Active executor that left one of its tasks queued (its source
+    /// owner not Active: the task is held).
+    pub fetches_holding_back: [u64; 2],
+    /// task_done callbacks accepted from a Suspected executor (invariant 11).
+    pub tasks_done_while_suspected: [u64; 2],
+    /// task_done callbacks accepted.
+    pub tasks_done: [u64; 2],
     mode: usize,
 }
 
@@ -67,6 +79,16 @@ impl Counts {
 
     pub(super) fn multi_batch_job(&mut self) {
         self.multi_batch_jobs[self.mode] += 1;
+    }
+
+    pub(super) fn tasks_fetched(&mut self, delivered: usize, held_back: usize) {
+        self.tasks_delivered[self.mode] += delivered as u64;
+        self.fetches_holding_back[self.mode] += u64::from(held_back > 0);
+    }
+
+    pub(super) fn task_done(&mut self, accepted: bool, suspected: bool) {
+        self.tasks_done[self.mode] += u64::from(accepted);
+        self.tasks_done_while_suspected[self.mode] += u64::from(accepted && suspected);
     }
 
     pub(super) fn failover(&mut self, mid_job: bool) {
@@ -95,6 +117,9 @@ impl Counts {
             Cmd::SetQuota(_) => 16,
             Cmd::ReloadTtls(..) => 17,
             Cmd::BatchKeys(_) => 18,
+            Cmd::Replicate { .. } => 19,
+            Cmd::FetchTasks { .. } => 20,
+            Cmd::TaskDone { .. } => 21,
         };
         self.ops[self.mode][i] += 1;
     }
@@ -132,6 +157,10 @@ impl Counts {
             self.multi_batch_jobs[m] += other.multi_batch_jobs[m];
             self.brake_engaged[m] += other.brake_engaged[m];
             self.brake_released[m] += other.brake_released[m];
+            self.tasks_delivered[m] += other.tasks_delivered[m];
+            self.fetches_holding_back[m] += other.fetches_holding_back[m];
+            self.tasks_done_while_suspected[m] += other.tasks_done_while_suspected[m];
+            self.tasks_done[m] += other.tasks_done[m];
         }
 
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
@@ -169,6 +198,16 @@ impl fmt::Display for Counts {
             f,
             "| mass-suspicion brake engaged / released | {} / {} | {} / {} |",
             self.brake_engaged[0], self.brake_released[0], self.brake_engaged[1], self.brake_released[1]
+        )?;
+        let pair =
+            |f: &mut fmt::Formatter<'_>, name: &str, v: &[u64; 2]| writeln!(f, "| {name} | {} | {} |", v[0], v[1]);
+        pair(f, "tasks delivered", &self.tasks_delivered)?;
+        pair(f, "FetchTasks holding a task back", &self.fetches_holding_back)?;
+        pair(f, "`task_done` accepted", &self.tasks_done)?;
+        pair(
+            f,
+            "`task_done` accepted from a Suspected executor",
+            &self.tasks_done_while_suspected,
         )?;
         writeln!(
             f,

@@ -41,6 +41,9 @@ enum RawOp {
     BatchKeys(u8),
     ReloadTtlsLong { active: u8, suspicion: u8 },
     AdvanceFar(u8),
+    Replicate { key: u8, segment: u8, mv: bool },
+    FetchTasks { client: u8 },
+    TaskDone { client: u8, task: u8, ok: bool },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -104,6 +107,23 @@ pub(super) enum Cmd {
     /// (`Master::set_offboarding_batch_keys`): 1..=3, so an incarnation of a few keys needs
     /// several batches (`Progress::More`).
     BatchKeys(usize),
+    /// CopyStart (`mv` false) / MoveStart (true) of `k` to segment `s`.
+    Replicate {
+        k: usize,
+        s: usize,
+        mv: bool,
+    },
+    /// FetchTasks by client `c`.
+    FetchTasks {
+        c: usize,
+    },
+    /// task_done of task `id` (1..=12) by client `c`; `None`: by the task's executor, as the
+    /// master names it when the operation runs (`run.rs` resolves it before anything applies).
+    TaskDone {
+        c: Option<usize>,
+        id: u64,
+        ok: bool,
+    },
 }
 
 /// An incarnation token: 1..=3 (an input offboards a client at most a few times).
@@ -213,6 +233,17 @@ fn cmd_of(op: RawOp, tick: u64) -> Cmd {
         // Up to 16,320 ticks in one step (every tick still runs).
         RawOp::AdvanceFar(b) => Cmd::Advance(u64::from(b) * 64 * tick),
         RawOp::BatchKeys(b) => Cmd::BatchKeys(usize::from(b % 3) + 1),
+        RawOp::Replicate { key, segment, mv } => Cmd::Replicate {
+            k: k(key),
+            s: s(segment),
+            mv,
+        },
+        RawOp::FetchTasks { client } => Cmd::FetchTasks { c: c(client) },
+        RawOp::TaskDone { client, task, ok } => Cmd::TaskDone {
+            c: (client & 4 == 0).then(|| c(client)),
+            id: u64::from(task % 12) + 1,
+            ok,
+        },
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),

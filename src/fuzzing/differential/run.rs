@@ -24,6 +24,10 @@ pub(super) enum Answer {
     Done(Result<(), &'static str>),
     Ping(PingStatus),
     Replicas(Result<Vec<ReplicaDesc>, &'static str>),
+    /// A new task's id (CopyStart/MoveStart).
+    Task(Result<u64, &'static str>),
+    /// FetchTasks: (id, kind, key) of each task handed over.
+    Tasks(Vec<(u64, &'static str, String)>),
     Nothing,
 }
 
@@ -189,6 +193,40 @@ impl Real {
         }
     }
 
+    /// The live incarnation's state of client `c`.
+    fn state_of(&self, c: usize) -> Option<LivenessState> {
+        let id = client_ids(&self.m)[c]?;
+        Some(self.m.liveness().registry().get(id)?.state())
+    }
+
+    /// Tasks of client `c` left undelivered (after a FetchTasks: held back).
+    fn held_back(&self, c: usize) -> usize {
+        let Some(id) = client_ids(&self.m)[c] else { return 0 };
+        self.m
+            .tasks()
+            .iter()
+            .filter(|t| t.executor.client() == id && !t.delivered)
+            .count()
+    }
+
+    /// A `TaskDone` by the task's executor names that client, as the master knows it now (a
+    /// task it does not know: `c0`); every other command is as decoded.
+    fn resolve(&self, cmd: &Cmd) -> Cmd {
+        match cmd {
+            Cmd::TaskDone { c: None, id, ok } => {
+                let executor = self.m.tasks().get(*id).map(|t| t.executor.client());
+                let ids = client_ids(&self.m);
+                let c = executor.and_then(|e| ids.iter().position(|x| *x == Some(e)));
+                Cmd::TaskDone {
+                    c: Some(c.unwrap_or(0)),
+                    id: *id,
+                    ok: *ok,
+                }
+            }
+            _ => cmd.clone(),
+        }
+    }
+
     fn apply(&mut self, cmd: &Cmd) -> Answer {
         let code = |r: Result<(), MasterError>| Answer::Done(r.map_err(MasterError::code));
         let m = &mut self.m;
@@ -250,6 +288,28 @@ impl Real {
                 self.batch_keys = Some(*n);
                 Answer::Nothing
             }
+            Cmd::Replicate { k, s, mv } => Answer::Task(
+                self.m
+                    .replicate(KEY_NAMES[*k], SEGMENT_NAMES[*s], *mv)
+                    .map_err(MasterError::code),
+            ),
+            Cmd::FetchTasks { c } => {
+                let got: Vec<_> = self
+                    .m
+                    .fetch_tasks(CLIENT_NAMES[*c])
+                    .into_iter()
+                    .map(|t| (t.task, t.kind, t.key))
+                    .collect();
+                self.counts.tasks_fetched(got.len(), self.held_back(*c));
+                Answer::Tasks(got)
+            }
+            Cmd::TaskDone { c, id, ok } => {
+                let c = c.expect("resolved before it applies");
+                let suspected = self.state_of(c) == Some(LivenessState::Suspected);
+                let r = self.m.task_done(CLIENT_NAMES[c], *id, *ok);
+                self.counts.task_done(r.is_ok(), suspected);
+                code(r)
+            }
             Cmd::HandBack => {
                 if let Some(exec) = self.exec.as_mut() {
                     self.counts.handed_back += exec.held().len() as u64;
@@ -304,6 +364,7 @@ pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
             real.clock.set_ms(t);
             continue;
         }
+        let cmd = &real.resolve(cmd);
         let now = real.now();
         limit = time_limit(limit, now, cmd, real.tick_ms);
         real.counts.op(cmd, *async_mode);
@@ -370,7 +431,7 @@ pub(super) fn registry_rows(m: &Master) -> Vec<ClientRow> {
                 rec.is_ready(),
                 rec.state() == LivenessState::Offline,
                 m.segments().owned_by(id).len(),
-                0,
+                m.tasks().of_client(id).len(),
                 disk.is_some(),
             ))
         })

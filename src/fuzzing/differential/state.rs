@@ -2,13 +2,16 @@
 //! and the diagnostic query, segments, objects, quota, external metadata, pending jobs, stats
 //! (invariants 13, 16, 17).
 
-use super::super::model::{State, CLIENTS, CLIENT_NAMES};
+use super::super::model::{State, Task, CLIENTS, CLIENT_NAMES};
 use super::check::Checker;
 use super::executor::Held;
 use super::names::{client_index, key_index, segment_index, state_of};
 use super::run::{registry_rows, ClientRow, When};
-use crate::master::{Lifecycle, Master};
+use crate::master::{Lifecycle, Master, Segment, TaskKind};
 use std::collections::BTreeSet;
+
+/// One object as compared: key, size, and each replica's segment with its completion.
+type ObjectRow = (usize, u64, Vec<(usize, bool)>);
 
 impl Checker {
     /// Every live incarnation in the model, as the diagnostic query must show it.
@@ -25,7 +28,7 @@ impl Checker {
                     r.ready,
                     r.state == State::Offline,
                     segments,
-                    0,
+                    md.tasks_of(c),
                     r.local_disk.is_some(),
                 ))
             })
@@ -112,8 +115,8 @@ impl Checker {
             got, want,
             "segments {when}: (segment, owner, incarnation, size, used, keys)"
         );
-        // Objects: size, replicas in order, completion.
-        let mut got: Vec<(usize, u64, Vec<usize>, bool)> = m
+        // Objects: size, replicas in order with their completion.
+        let mut got: Vec<ObjectRow> = m
             .objects()
             .iter()
             .map(|(k, o)| {
@@ -131,19 +134,60 @@ impl Checker {
                             crate::sync::Arc::ptr_eq(r.owner(), &seg.owner),
                             "object {k}: replica owner differs from its segment's owner {when}"
                         );
-                        segment_index(&seg.name)
+                        (segment_index(&seg.name), r.complete)
                     })
                     .collect();
-                (key_index(k), o.size, replicas, o.is_complete())
+                (key_index(k), o.size, replicas)
             })
             .collect();
         got.sort(); // the object table is a hash map
-        let want: Vec<(usize, u64, Vec<usize>, bool)> = md
+        let want: Vec<ObjectRow> = md
             .objects
             .iter()
-            .map(|(k, o)| (*k, o.size, o.replicas.clone(), o.complete))
+            .map(|(k, o)| {
+                let replicas = o.replicas.iter().map(|s| (*s, md.replica_complete(*k, o, *s)));
+                (*k, o.size, replicas.collect())
+            })
             .collect();
-        assert_eq!(got, want, "objects {when}: (key, size, replicas, complete)");
+        assert_eq!(got, want, "objects {when}: (key, size, [(replica, complete)])");
+        // Tasks: id, kind, key, executor, source, target, delivered.
+        let got: Vec<Task> = m
+            .tasks()
+            .iter()
+            .map(|t| {
+                let seg = |s: &Option<crate::sync::Arc<Segment>>| {
+                    segment_index(
+                        &s.as_ref()
+                            .unwrap_or_else(|| panic!("task {} lacks a segment {when}", t.id))
+                            .name,
+                    )
+                };
+                assert!(
+                    matches!(t.kind, TaskKind::Copy | TaskKind::Move),
+                    "task {} is a {:?}: nothing here starts one {when}",
+                    t.id,
+                    t.kind
+                );
+                Task {
+                    key: key_index(&t.key),
+                    mv: t.kind == TaskKind::Move,
+                    executor: (
+                        client_index(&m.client_name(t.executor.client())),
+                        t.executor.incarnation().0,
+                    ),
+                    source: seg(&t.source),
+                    target: seg(&t.target),
+                    delivered: t.delivered,
+                }
+            })
+            .collect();
+        let ids: Vec<u64> = m.tasks().iter().map(|t| t.id).collect();
+        assert_eq!(ids, md.tasks.keys().copied().collect::<Vec<_>>(), "task ids {when}");
+        assert_eq!(
+            got,
+            md.tasks.values().cloned().collect::<Vec<_>>(),
+            "tasks {when}: (key, move, executor, source, target, delivered)"
+        );
         // Quota and external metadata (invariant 16's convergence, at every step).
         assert_eq!(
             m.quotas().get(crate::master::DEFAULT_TENANT).and_then(|q| q.limit),

@@ -7,9 +7,12 @@ use super::{
 };
 
 impl Model {
-    /// Objects a Put may evict: complete, every replica on an Active owner's segment.
-    fn evictable(&self, o: &Object) -> bool {
-        o.complete && o.replicas.iter().all(|s| self.owner_state(*s) == Some(State::Active))
+    /// Objects a Put may evict: complete, no task in flight, every replica on an Active
+    /// owner's segment.
+    fn evictable(&self, key: usize, o: &Object) -> bool {
+        o.complete
+            && self.task_of(key).is_none()
+            && o.replicas.iter().all(|s| self.owner_state(*s) == Some(State::Active))
     }
 
     /// LRU eviction until some serving segment can take `size` (only if one is big enough).
@@ -24,7 +27,7 @@ impl Model {
         let mut victims: Vec<(u64, usize)> = self
             .objects
             .iter()
-            .filter(|(_, o)| self.evictable(o))
+            .filter(|(k, o)| self.evictable(**k, o))
             .map(|(k, o)| (o.touched, *k))
             .collect();
         victims.sort();
@@ -38,7 +41,7 @@ impl Model {
     }
 
     /// Would the (one) tenant's limit allow `bytes` more?
-    fn quota_fits(&self, bytes: u64) -> bool {
+    pub(crate) fn quota_fits(&self, bytes: u64) -> bool {
         self.quota_limit.is_none_or(|l| self.quota_used() + bytes <= l)
     }
 
@@ -105,7 +108,7 @@ impl Model {
             .replicas
             .iter()
             .copied()
-            .filter(|s| o.complete && self.owner_state(*s) == Some(State::Active))
+            .filter(|s| self.replica_complete(key, o, *s) && self.owner_state(*s) == Some(State::Active))
             .collect();
         if serving.is_empty() {
             return Err(REPLICA_IS_NOT_READY);
@@ -115,6 +118,13 @@ impl Model {
     }
 
     pub(crate) fn remove(&mut self, key: usize) -> Result<(), &'static str> {
-        self.objects.remove(&key).map(|_| ()).ok_or(OBJECT_NOT_FOUND)
+        if !self.objects.contains_key(&key) {
+            return Err(OBJECT_NOT_FOUND);
+        }
+        if self.task_of(key).is_some() {
+            return Err(super::tasks::OBJECT_HAS_REPLICATION_TASK);
+        }
+        self.objects.remove(&key);
+        Ok(())
     }
 }

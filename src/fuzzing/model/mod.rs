@@ -15,14 +15,17 @@
 //! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
-//! permutation of the due jobs), stalls (the stall brake is disabled), tasks, drain, offload,
-//! promotion, NoF. The mass-suspicion brake is in `brake.rs`.
+//! permutation of the due jobs), stalls (the stall brake is disabled), drain, offload,
+//! promotion, NoF. The mass-suspicion brake is in `brake.rs`; Copy/Move tasks in `tasks.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 mod brake;
 mod data;
 mod offboarding;
+mod tasks;
+
+pub(crate) use tasks::Task;
 
 /// Clients in the universe.
 pub(crate) const CLIENTS: usize = 4;
@@ -200,6 +203,10 @@ pub(crate) struct Model {
     /// part of a snapshot.
     pub(crate) bucket: Option<(u64, u64)>,
     pub(crate) brake: brake::Brake,
+    /// Copy/Move tasks in flight, by id (`tasks.rs`).
+    pub(crate) tasks: BTreeMap<u64, Task>,
+    /// The last task id handed out (a snapshot keeps it).
+    pub(crate) next_task: u64,
     lru_clock: u64,
 }
 
@@ -226,6 +233,8 @@ impl Model {
                 config: cfg.mass_brake,
                 ..Default::default()
             },
+            tasks: BTreeMap::new(),
+            next_task: 0,
             lru_clock: 0,
         }
     }
@@ -306,10 +315,10 @@ impl Model {
         }
     }
 
-    /// Removes every replica on `s`; objects left without a replica are removed. Returns the
-    /// bytes released.
+    /// Cancels the tasks touching `s`, then removes every replica on `s`; objects left without
+    /// a replica are removed. Returns the bytes released (cancelled targets included).
     fn drop_replicas_on(&mut self, s: usize) -> u64 {
-        let mut released = 0;
+        let mut released = self.cancel_tasks_touching(s);
         for o in self.objects.values_mut() {
             let before = o.replicas.len();
             o.replicas.retain(|r| *r != s);
