@@ -46,7 +46,7 @@ proptest! {
 /// shutdown hand-back; in both modes, a window armed on wheel level ≥ 2 expiring, a job
 /// whose `metadata` step took several batches, the mass-suspicion brake engaging and
 /// releasing, and Copy/Move tasks delivered, held back from an Active executor (their source's
-/// owner Suspected) and completed by a Suspected executor.
+/// owner Suspected) and completed by a Suspected executor, and Move tasks started by Drain.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -71,7 +71,8 @@ fn differential_seeds_reach_both_modes() {
         assert!(
             total.tasks_delivered[mode] > 0
                 && total.fetches_holding_back[mode] > 0
-                && total.tasks_done_while_suspected[mode] > 0,
+                && total.tasks_done_while_suspected[mode] > 0
+                && total.drain_moves[mode] > 0,
             "{total}"
         );
     }

@@ -10,7 +10,54 @@ use crate::liveness::PingStatus;
 use crate::master::{Master, MasterEvent, ReplicaDesc};
 use std::collections::BTreeSet;
 
+type TaskRows = Vec<(u64, &'static str, String)>;
+
 impl Checker {
+    /// Drain of `s`: each of its keys gets a Move iff the model says one can start, to a target
+    /// the model allows (the master's choice, read from its task table, is fed back).
+    fn drain(&mut self, m: &Master, s: usize, now: u64, answer: &Answer) -> Result<TaskRows, &'static str> {
+        let md = &mut self.model;
+        let keys = md.keys_on(s); // in key order, as the segment's key set is
+        md.start_drain(s)?;
+        let Answer::Drain(Ok(got)) = answer else {
+            panic!("Drain of {} at {now}: the master answered {answer:?}", SEGMENT_NAMES[s]);
+        };
+        let mut got = got.iter();
+        let mut want = Vec::new();
+        for k in keys {
+            let targets = md.drain_targets(k, s);
+            if targets.is_empty() {
+                continue;
+            }
+            let Some((id, _, key)) = got.next() else {
+                panic!(
+                    "Drain of {} at {now}: no Move for {} (targets {targets:?})",
+                    SEGMENT_NAMES[s], KEY_NAMES[k]
+                );
+            };
+            assert_eq!(
+                key, KEY_NAMES[k],
+                "Drain of {} at {now}: tasks out of key order",
+                SEGMENT_NAMES[s]
+            );
+            let target = m
+                .tasks()
+                .get(*id)
+                .and_then(|t| t.target.as_ref().map(|t| segment_index(&t.name)))
+                .unwrap_or_else(|| panic!("Drain at {now}: task {id} has no target"));
+            assert!(
+                targets.contains(&target),
+                "invariant 10: Drain of {} at {now} moved {} to {} (allowed: {targets:?})",
+                SEGMENT_NAMES[s],
+                KEY_NAMES[k],
+                SEGMENT_NAMES[target]
+            );
+            let mine = md.drain_move(k, s, target);
+            want.push((mine, "move", KEY_NAMES[k].to_string()));
+        }
+        Ok(want)
+    }
+
     /// One operation at `now`: the master answered `answer` and reported `events`.
     pub(super) fn op(&mut self, m: &Master, cmd: &Cmd, now: u64, answer: &Answer, events: &[MasterEvent]) {
         let evs: Vec<Ev> = events.iter().map(|e| ev_of(m, e)).collect();
@@ -186,6 +233,7 @@ impl Checker {
                     .map(|(id, kind, k)| (id, kind, KEY_NAMES[k].to_string()));
                 (Answer::Tasks(tasks.collect()), None)
             }
+            Cmd::Drain { s } => (Answer::Drain(self.drain(m, *s, now, answer)), None),
             Cmd::TaskDone { c, id, ok } => {
                 let c = c.expect("resolved before it applies");
                 (Answer::Done(md.task_done(c, *id, *ok)), None)

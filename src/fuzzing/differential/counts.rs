@@ -7,7 +7,7 @@ use crate::master::MasterEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 22] = [
+const OPS: [&str; 23] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -30,6 +30,7 @@ const OPS: [&str; 22] = [
     "replicate",
     "fetch_tasks",
     "task_done",
+    "drain",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -69,6 +70,8 @@ pub struct Counts {
     pub tasks_done_while_suspected: [u64; 2],
     /// task_done callbacks accepted.
     pub tasks_done: [u64; 2],
+    /// Move tasks started by Drain.
+    pub drain_moves: [u64; 2],
     mode: usize,
 }
 
@@ -89,6 +92,10 @@ impl Counts {
     pub(super) fn task_done(&mut self, accepted: bool, suspected: bool) {
         self.tasks_done[self.mode] += u64::from(accepted);
         self.tasks_done_while_suspected[self.mode] += u64::from(accepted && suspected);
+    }
+
+    pub(super) fn drained(&mut self, moves: usize) {
+        self.drain_moves[self.mode] += moves as u64;
     }
 
     pub(super) fn failover(&mut self, mid_job: bool) {
@@ -120,6 +127,7 @@ impl Counts {
             Cmd::Replicate { .. } => 19,
             Cmd::FetchTasks { .. } => 20,
             Cmd::TaskDone { .. } => 21,
+            Cmd::Drain { .. } => 22,
         };
         self.ops[self.mode][i] += 1;
     }
@@ -161,6 +169,7 @@ impl Counts {
             self.fetches_holding_back[m] += other.fetches_holding_back[m];
             self.tasks_done_while_suspected[m] += other.tasks_done_while_suspected[m];
             self.tasks_done[m] += other.tasks_done[m];
+            self.drain_moves[m] += other.drain_moves[m];
         }
 
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
@@ -209,6 +218,7 @@ impl fmt::Display for Counts {
             "`task_done` accepted from a Suspected executor",
             &self.tasks_done_while_suspected,
         )?;
+        pair(f, "Move tasks started by `drain`", &self.drain_moves)?;
         writeln!(
             f,
             "| failovers with a job in the executor's retry table | | {} |",

@@ -44,6 +44,7 @@ enum RawOp {
     Replicate { key: u8, segment: u8, mv: bool },
     FetchTasks { client: u8 },
     TaskDone { client: u8, task: u8, ok: bool },
+    Drain { segment: u8 },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -123,6 +124,10 @@ pub(super) enum Cmd {
         c: Option<usize>,
         id: u64,
         ok: bool,
+    },
+    /// Drain of segment `s`: it stops taking allocations and its objects get Move tasks.
+    Drain {
+        s: usize,
     },
 }
 
@@ -244,6 +249,7 @@ fn cmd_of(op: RawOp, tick: u64) -> Cmd {
             id: u64::from(task % 12) + 1,
             ok,
         },
+        RawOp::Drain { segment } => Cmd::Drain { s: s(segment) },
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),

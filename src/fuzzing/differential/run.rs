@@ -28,6 +28,8 @@ pub(super) enum Answer {
     Task(Result<u64, &'static str>),
     /// FetchTasks: (id, kind, key) of each task handed over.
     Tasks(Vec<(u64, &'static str, String)>),
+    /// Drain: the Move tasks it started, as (id, kind, key).
+    Drain(Result<Vec<(u64, &'static str, String)>, &'static str>),
     Nothing,
 }
 
@@ -302,6 +304,11 @@ impl Real {
                     .collect();
                 self.counts.tasks_fetched(got.len(), self.held_back(*c));
                 Answer::Tasks(got)
+            }
+            Cmd::Drain { s } => {
+                let r = self.m.drain(SEGMENT_NAMES[*s]).map_err(MasterError::code);
+                self.counts.drained(r.as_ref().map_or(0, Vec::len));
+                Answer::Drain(r.map(|v| v.into_iter().map(|t| (t.task, t.kind, t.key)).collect()))
             }
             Cmd::TaskDone { c, id, ok } => {
                 let c = c.expect("resolved before it applies");

@@ -86,7 +86,9 @@ impl Checker {
             .segments()
             .iter()
             .map(|s| {
-                assert_eq!(s.lifecycle(), Lifecycle::Ok, "segment {} not Ok {when}", s.name);
+                let draining = md.segments.get(&segment_index(&s.name)).is_some_and(|m| m.draining);
+                let want = if draining { Lifecycle::Draining } else { Lifecycle::Ok };
+                assert_eq!(s.lifecycle(), want, "segment {} lifecycle {when}", s.name);
                 (
                     segment_index(&s.name),
                     client_index(&m.client_name(s.owner.client())),

@@ -20,7 +20,7 @@ impl Model {
         let big_enough = self
             .segments
             .iter()
-            .any(|(s, seg)| seg.size >= size && self.owner_state(*s) == Some(State::Active));
+            .any(|(s, seg)| !seg.draining && seg.size >= size && self.owner_state(*s) == Some(State::Active));
         if !big_enough {
             return false;
         }

@@ -163,6 +163,8 @@ pub(crate) struct Segment {
     pub(crate) owner: usize,
     pub(crate) incarnation: u64,
     pub(crate) size: u64,
+    /// Drained: serves reads, takes no allocation, until unmounted (a mount never resets it).
+    pub(crate) draining: bool,
 }
 
 /// One object.
@@ -299,11 +301,14 @@ impl Model {
         })
     }
 
-    /// Segments that may take `size` new bytes now: owner Active, enough free space.
+    /// Segments that may take `size` new bytes now: not draining, owner Active, enough free
+    /// space.
     pub(crate) fn allocatable(&self, size: u64) -> Vec<usize> {
         self.segments
             .iter()
-            .filter(|(s, seg)| self.owner_state(**s) == Some(State::Active) && seg.size - self.used(**s) >= size)
+            .filter(|(s, seg)| {
+                !seg.draining && self.owner_state(**s) == Some(State::Active) && seg.size - self.used(**s) >= size
+            })
             .map(|(s, _)| *s)
             .collect()
     }
@@ -441,6 +446,7 @@ impl Model {
                 owner: c,
                 incarnation: inc,
                 size,
+                draining: false,
             });
         }
         if remount {

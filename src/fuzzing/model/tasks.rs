@@ -8,6 +8,10 @@
 //! while its source's owner is Active too; otherwise it stays queued (decisions.md question 2).
 //! Callbacks are accepted while the executor is retained (Active or Suspected, invariant 11).
 //! A task dies with its object, with either segment, or with its executor's offboarding.
+//!
+//! Drain marks a segment draining (reads only) and gives each of its objects that can move a
+//! Move task to a target the master chooses (the harness checks the choice and feeds it back,
+//! as for a Put).
 
 use super::{Model, Object, State, INVALID_PARAMS, OBJECT_NOT_FOUND, SEGMENT_NOT_FOUND, TENANT_QUOTA_EXCEEDED};
 
@@ -76,6 +80,39 @@ impl Model {
         if !self.quota_fits(size) {
             return Err(TENANT_QUOTA_EXCEEDED);
         }
+        Ok(self.add_task(key, mv, source, target))
+    }
+
+    /// Drain of segment `s` begins: it takes no new allocation from now on.
+    pub(crate) fn start_drain(&mut self, s: usize) -> Result<(), &'static str> {
+        let seg = self.segments.get_mut(&s).ok_or(SEGMENT_NOT_FOUND)?;
+        seg.draining = true;
+        Ok(())
+    }
+
+    /// Where drain may move `key` off `s`, in no order: empty if it gets no task now (a task
+    /// in flight, the Put not ended, the replica on `s` not serving, no segment with room, or
+    /// the quota).
+    pub(crate) fn drain_targets(&self, key: usize, s: usize) -> Vec<usize> {
+        let Some(o) = self.objects.get(&key) else {
+            return Vec::new();
+        };
+        let movable = o.complete && self.task_of(key).is_none() && self.owner_state(s) == Some(State::Active);
+        if !movable || !self.quota_fits(o.size) {
+            return Vec::new();
+        }
+        let mut targets = self.allocatable(o.size);
+        targets.retain(|t| !o.replicas.contains(t));
+        targets
+    }
+
+    /// Drain's Move of `key` from `s` to `target` (checked by the caller against
+    /// `drain_targets`): the new task's id.
+    pub(crate) fn drain_move(&mut self, key: usize, s: usize, target: usize) -> u64 {
+        self.add_task(key, true, s, target)
+    }
+
+    fn add_task(&mut self, key: usize, mv: bool, source: usize, target: usize) -> u64 {
         let seg = &self.segments[&target];
         let executor = (seg.owner, seg.incarnation);
         self.objects.get_mut(&key).expect("checked").replicas.push(target);
@@ -89,7 +126,7 @@ impl Model {
             delivered: false,
         };
         self.tasks.insert(self.next_task, task);
-        Ok(self.next_task)
+        self.next_task
     }
 
     /// FetchTasks by client `c`: (id, kind, key) of the tasks handed over now, in id order.
