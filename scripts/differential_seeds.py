@@ -25,8 +25,9 @@ V5 = V4 + [("reload_ttls", 2)]
 V6 = V5 + [("batch_keys", 1), ("reload_ttls_long", 2), ("advance_far", 1)]
 V7 = V6 + [("replicate", 3), ("fetch_tasks", 1), ("task_done", 3)]
 V8 = V7 + [("drain", 1)]
-VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6, 7: V7, 8: V8}
-CURRENT = 8
+V9 = V8 + [("offload_heartbeat", 1), ("promote", 1)]
+VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6, 7: V7, 8: V8, 9: V9}
+CURRENT = 9
 CONFIG_BYTES = 8
 
 

@@ -46,7 +46,8 @@ proptest! {
 /// shutdown hand-back; in both modes, a window armed on wheel level ≥ 2 expiring, a job
 /// whose `metadata` step took several batches, the mass-suspicion brake engaging and
 /// releasing, and Copy/Move tasks delivered, held back from an Active executor (their source's
-/// owner Suspected) and completed by a Suspected executor, and Move tasks started by Drain.
+/// owner Suspected) and completed by a Suspected executor, Move tasks started by Drain,
+/// offloads done (LocalDisk replicas) and promotions done.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -72,7 +73,9 @@ fn differential_seeds_reach_both_modes() {
             total.tasks_delivered[mode] > 0
                 && total.fetches_holding_back[mode] > 0
                 && total.tasks_done_while_suspected[mode] > 0
-                && total.drain_moves[mode] > 0,
+                && total.drain_moves[mode] > 0
+                && total.offloads_done[mode] > 0
+                && total.promotions_done[mode] > 0,
             "{total}"
         );
     }

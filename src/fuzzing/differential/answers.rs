@@ -4,15 +4,40 @@
 use super::super::model::{Ev, PutPlan, State, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
 use super::check::Checker;
 use super::decode::Cmd;
-use super::names::{ev_of, segment_index};
+use super::names::{ev_of, replica_desc, replica_index_of, segment_index};
 use super::run::{registry_rows, Answer};
 use crate::liveness::PingStatus;
-use crate::master::{Master, MasterEvent, ReplicaDesc};
+use crate::master::{Master, MasterEvent};
 use std::collections::BTreeSet;
 
 type TaskRows = Vec<(u64, &'static str, String)>;
 
 impl Checker {
+    /// Promotion of `k`: refused as the model says, or started to a target the model allows
+    /// (the master's choice, read from its task table, is fed back).
+    fn promote(&mut self, m: &Master, k: usize, now: u64, answer: &Answer) -> Result<u64, &'static str> {
+        let md = &mut self.model;
+        let targets = md.promote_targets(k)?;
+        let Answer::Task(Ok(id)) = answer else {
+            panic!(
+                "Promote of {} at {now}: the master answered {answer:?}, the model allows {targets:?}",
+                KEY_NAMES[k]
+            );
+        };
+        let target = m
+            .tasks()
+            .get(*id)
+            .and_then(|t| t.target.as_ref().map(|t| segment_index(&t.name)))
+            .unwrap_or_else(|| panic!("Promote at {now}: task {id} has no target"));
+        assert!(
+            targets.contains(&target),
+            "invariant 10: Promote of {} at {now} to {} (allowed: {targets:?})",
+            KEY_NAMES[k],
+            SEGMENT_NAMES[target]
+        );
+        Ok(md.promote(k, target))
+    }
+
     /// Drain of `s`: each of its keys gets a Move iff the model says one can start, to a target
     /// the model allows (the master's choice, read from its task table, is fed back).
     fn drain(&mut self, m: &Master, s: usize, now: u64, answer: &Answer) -> Result<TaskRows, &'static str> {
@@ -178,7 +203,7 @@ impl Checker {
             Cmd::Get { k } => {
                 if let Answer::Replicas(Ok(descs)) = answer {
                     for d in descs {
-                        let s = segment_index(&d.segment);
+                        let s = replica_index_of(&d.segment);
                         assert_eq!(
                             md.owner_state(s),
                             Some(State::Active),
@@ -187,14 +212,9 @@ impl Checker {
                         );
                     }
                 }
-                let want = md.get(*k).map(|segs| {
-                    segs.iter()
-                        .map(|s| ReplicaDesc {
-                            segment: SEGMENT_NAMES[*s].to_string(),
-                            client: CLIENT_NAMES[md.segments[s].owner].to_string(),
-                        })
-                        .collect()
-                });
+                let want = md
+                    .get(*k)
+                    .map(|segs| segs.iter().map(|s| replica_desc(md, *s)).collect());
                 (Answer::Replicas(want), None)
             }
             Cmd::Remove { k } => (Answer::Done(md.remove(*k)), None),
@@ -234,6 +254,16 @@ impl Checker {
                 (Answer::Tasks(tasks.collect()), None)
             }
             Cmd::Drain { s } => (Answer::Drain(self.drain(m, *s, now, answer)), None),
+            Cmd::OffloadHeartbeat { c } => {
+                let r = md.offload_heartbeat(*c);
+                let tasks = |v: Vec<(u64, &'static str, usize)>| {
+                    v.into_iter()
+                        .map(|(id, kind, k)| (id, kind, KEY_NAMES[k].to_string()))
+                        .collect()
+                };
+                (Answer::Drain(r.map(tasks)), None)
+            }
+            Cmd::Promote { k } => (Answer::Task(self.promote(m, *k, now, answer)), None),
             Cmd::TaskDone { c, id, ok } => {
                 let c = c.expect("resolved before it applies");
                 (Answer::Done(md.task_done(c, *id, *ok)), None)

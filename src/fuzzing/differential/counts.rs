@@ -3,11 +3,11 @@
 //! `examples/differential_tool.rs counts`).
 
 use super::decode::Cmd;
-use crate::master::MasterEvent;
+use crate::master::{MasterEvent, TaskKind};
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 23] = [
+const OPS: [&str; 25] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -31,6 +31,8 @@ const OPS: [&str; 23] = [
     "fetch_tasks",
     "task_done",
     "drain",
+    "offload_heartbeat",
+    "promote",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -72,6 +74,14 @@ pub struct Counts {
     pub tasks_done: [u64; 2],
     /// Move tasks started by Drain.
     pub drain_moves: [u64; 2],
+    /// Offloads handed over by the offload heartbeat.
+    pub offloads_handed: [u64; 2],
+    /// Offloads done (a LocalDisk replica made).
+    pub offloads_done: [u64; 2],
+    /// Promotions started.
+    pub promotions: [u64; 2],
+    /// Promotions done (a memory replica made from LocalDisk).
+    pub promotions_done: [u64; 2],
     mode: usize,
 }
 
@@ -89,9 +99,21 @@ impl Counts {
         self.fetches_holding_back[self.mode] += u64::from(held_back > 0);
     }
 
-    pub(super) fn task_done(&mut self, accepted: bool, suspected: bool) {
+    /// A task_done: accepted or not, from a Suspected executor, and the kind of the task it
+    /// completed (`None` unless it completed one).
+    pub(super) fn task_done(&mut self, accepted: bool, suspected: bool, completed: Option<TaskKind>) {
         self.tasks_done[self.mode] += u64::from(accepted);
         self.tasks_done_while_suspected[self.mode] += u64::from(accepted && suspected);
+        self.offloads_done[self.mode] += u64::from(completed == Some(TaskKind::Offload));
+        self.promotions_done[self.mode] += u64::from(completed == Some(TaskKind::Promote));
+    }
+
+    pub(super) fn offloads_handed(&mut self, n: usize) {
+        self.offloads_handed[self.mode] += n as u64;
+    }
+
+    pub(super) fn promoted(&mut self, started: bool) {
+        self.promotions[self.mode] += u64::from(started);
     }
 
     pub(super) fn drained(&mut self, moves: usize) {
@@ -128,6 +150,8 @@ impl Counts {
             Cmd::FetchTasks { .. } => 20,
             Cmd::TaskDone { .. } => 21,
             Cmd::Drain { .. } => 22,
+            Cmd::OffloadHeartbeat { .. } => 23,
+            Cmd::Promote { .. } => 24,
         };
         self.ops[self.mode][i] += 1;
     }
@@ -170,6 +194,10 @@ impl Counts {
             self.tasks_done_while_suspected[m] += other.tasks_done_while_suspected[m];
             self.tasks_done[m] += other.tasks_done[m];
             self.drain_moves[m] += other.drain_moves[m];
+            self.offloads_handed[m] += other.offloads_handed[m];
+            self.offloads_done[m] += other.offloads_done[m];
+            self.promotions[m] += other.promotions[m];
+            self.promotions_done[m] += other.promotions_done[m];
         }
 
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
@@ -219,6 +247,10 @@ impl fmt::Display for Counts {
             &self.tasks_done_while_suspected,
         )?;
         pair(f, "Move tasks started by `drain`", &self.drain_moves)?;
+        pair(f, "offloads handed over", &self.offloads_handed)?;
+        pair(f, "offloads done (LocalDisk replicas made)", &self.offloads_done)?;
+        pair(f, "promotions started", &self.promotions)?;
+        pair(f, "promotions done", &self.promotions_done)?;
         writeln!(
             f,
             "| failovers with a job in the executor's retry table | | {} |",

@@ -45,6 +45,8 @@ enum RawOp {
     FetchTasks { client: u8 },
     TaskDone { client: u8, task: u8, ok: bool },
     Drain { segment: u8 },
+    OffloadHeartbeat { client: u8 },
+    Promote { key: u8 },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -128,6 +130,14 @@ pub(super) enum Cmd {
     /// Drain of segment `s`: it stops taking allocations and its objects get Move tasks.
     Drain {
         s: usize,
+    },
+    /// The offload heartbeat of client `c` (offloads admitted and handed over).
+    OffloadHeartbeat {
+        c: usize,
+    },
+    /// Promotion on hit of `k` (held only on LocalDisk) to a memory replica.
+    Promote {
+        k: usize,
     },
 }
 
@@ -250,6 +260,8 @@ fn cmd_of(op: RawOp, tick: u64) -> Cmd {
             ok,
         },
         RawOp::Drain { segment } => Cmd::Drain { s: s(segment) },
+        RawOp::OffloadHeartbeat { client } => Cmd::OffloadHeartbeat { c: c(client) },
+        RawOp::Promote { key } => Cmd::Promote { k: k(key) },
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),

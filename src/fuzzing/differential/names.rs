@@ -18,6 +18,29 @@ pub(super) fn segment_index(name: &str) -> usize {
         .unwrap_or_else(|| panic!("unknown segment {name}"))
 }
 
+/// A replica descriptor's segment name as the model's replica index (`local_disk:cN` is
+/// client N's LocalDisk).
+pub(super) fn replica_index_of(name: &str) -> usize {
+    match name.strip_prefix("local_disk:") {
+        Some(client) => super::super::model::disk(client_index(client)),
+        None => segment_index(name),
+    }
+}
+
+/// The descriptor of the model's replica index `r`.
+pub(super) fn replica_desc(md: &super::super::model::Model, r: usize) -> crate::master::ReplicaDesc {
+    match super::super::model::disk_owner(r) {
+        Some(c) => crate::master::ReplicaDesc {
+            segment: format!("local_disk:{}", CLIENT_NAMES[c]),
+            client: CLIENT_NAMES[c].to_string(),
+        },
+        None => crate::master::ReplicaDesc {
+            segment: SEGMENT_NAMES[r].to_string(),
+            client: CLIENT_NAMES[md.segments[&r].owner].to_string(),
+        },
+    }
+}
+
 pub(super) fn state_of(s: LivenessState) -> State {
     match s {
         LivenessState::Active => State::Active,

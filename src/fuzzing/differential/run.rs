@@ -28,7 +28,8 @@ pub(super) enum Answer {
     Task(Result<u64, &'static str>),
     /// FetchTasks: (id, kind, key) of each task handed over.
     Tasks(Vec<(u64, &'static str, String)>),
-    /// Drain: the Move tasks it started, as (id, kind, key).
+    /// Drain: the Move tasks it started; the offload heartbeat: the offloads handed over; as
+    /// (id, kind, key).
     Drain(Result<Vec<(u64, &'static str, String)>, &'static str>),
     Nothing,
 }
@@ -310,11 +311,23 @@ impl Real {
                 self.counts.drained(r.as_ref().map_or(0, Vec::len));
                 Answer::Drain(r.map(|v| v.into_iter().map(|t| (t.task, t.kind, t.key)).collect()))
             }
+            Cmd::OffloadHeartbeat { c } => {
+                let r = self.m.offload_heartbeat(CLIENT_NAMES[*c]).map_err(MasterError::code);
+                self.counts.offloads_handed(r.as_ref().map_or(0, Vec::len));
+                Answer::Drain(r.map(|v| v.into_iter().map(|t| (t.task, t.kind, t.key)).collect()))
+            }
+            Cmd::Promote { k } => {
+                let r = self.m.promote(KEY_NAMES[*k]).map_err(MasterError::code);
+                self.counts.promoted(r.is_ok());
+                Answer::Task(r)
+            }
             Cmd::TaskDone { c, id, ok } => {
                 let c = c.expect("resolved before it applies");
+                let kind = self.m.tasks().get(*id).map(|t| t.kind);
                 let suspected = self.state_of(c) == Some(LivenessState::Suspected);
                 let r = self.m.task_done(CLIENT_NAMES[c], *id, *ok);
-                self.counts.task_done(r.is_ok(), suspected);
+                self.counts
+                    .task_done(r.is_ok(), suspected, kind.filter(|_| *ok && r.is_ok()));
                 code(r)
             }
             Cmd::HandBack => {

@@ -2,7 +2,7 @@
 //! and the diagnostic query, segments, objects, quota, external metadata, pending jobs, stats
 //! (invariants 13, 16, 17).
 
-use super::super::model::{State, Task, CLIENTS, CLIENT_NAMES};
+use super::super::model::{disk, Kind, State, Task, CLIENTS, CLIENT_NAMES};
 use super::check::Checker;
 use super::executor::Held;
 use super::names::{client_index, key_index, segment_index, state_of};
@@ -12,6 +12,24 @@ use std::collections::BTreeSet;
 
 /// One object as compared: key, size, and each replica's segment with its completion.
 type ObjectRow = (usize, u64, Vec<(usize, bool)>);
+
+/// The model's index of replica `r` of object `k`: its segment's, or its LocalDisk's
+/// (`SEGMENTS + client`); checks the replica's owner is its segment's.
+fn replica_index(m: &Master, k: &str, r: &crate::master::Replica, when: &When<'_>) -> usize {
+    let Some(sid) = r.segment() else {
+        return disk(client_index(&m.client_name(r.owner().client())));
+    };
+    let seg = m
+        .segments()
+        .get(sid)
+        .cloned()
+        .unwrap_or_else(|| panic!("invariant 10/16: object {k} references an unmounted segment {when}"));
+    assert!(
+        crate::sync::Arc::ptr_eq(r.owner(), &seg.owner),
+        "object {k}: replica owner differs from its segment's owner {when}"
+    );
+    segment_index(&seg.name)
+}
 
 impl Checker {
     /// Every live incarnation in the model, as the diagnostic query must show it.
@@ -122,24 +140,8 @@ impl Checker {
             .objects()
             .iter()
             .map(|(k, o)| {
-                let replicas = o
-                    .replicas
-                    .iter()
-                    .map(|r| {
-                        let sid = r
-                            .segment()
-                            .unwrap_or_else(|| panic!("object {k} has a LocalDisk replica {when}"));
-                        let seg = m.segments().get(sid).cloned().unwrap_or_else(|| {
-                            panic!("invariant 10/16: object {k} references an unmounted segment {when}")
-                        });
-                        assert!(
-                            crate::sync::Arc::ptr_eq(r.owner(), &seg.owner),
-                            "object {k}: replica owner differs from its segment's owner {when}"
-                        );
-                        (segment_index(&seg.name), r.complete)
-                    })
-                    .collect();
-                (key_index(k), o.size, replicas)
+                let replicas = o.replicas.iter().map(|r| (replica_index(m, k, r, when), r.complete));
+                (key_index(k), o.size, replicas.collect())
             })
             .collect();
         got.sort(); // the object table is a hash map
@@ -152,27 +154,38 @@ impl Checker {
             })
             .collect();
         assert_eq!(got, want, "objects {when}: (key, size, [(replica, complete)])");
+        // LocalDisks: capacity, bytes used (replicas and offloads in flight), keys.
+        let mut got: Vec<(usize, u64, u64, BTreeSet<usize>)> = m
+            .local_disks()
+            .iter()
+            .map(|(id, d)| {
+                let keys = d.keys.iter().map(|k| key_index(k)).collect();
+                (client_index(&m.client_name(*id)), d.capacity, d.used, keys)
+            })
+            .collect();
+        got.sort(); // by client id in the master
+        let want: Vec<(usize, u64, u64, BTreeSet<usize>)> = (0..CLIENTS)
+            .filter_map(|c| {
+                let capacity = md.clients[c].rec.as_ref()?.local_disk?;
+                let keys = md.objects.iter().filter(|(_, o)| o.replicas.contains(&disk(c)));
+                Some((c, capacity, md.disk_used(c), keys.map(|(k, _)| *k).collect()))
+            })
+            .collect();
+        assert_eq!(got, want, "LocalDisks {when}: (client, capacity, used, keys)");
         // Tasks: id, kind, key, executor, source, target, delivered.
         let got: Vec<Task> = m
             .tasks()
             .iter()
             .map(|t| {
-                let seg = |s: &Option<crate::sync::Arc<Segment>>| {
-                    segment_index(
-                        &s.as_ref()
-                            .unwrap_or_else(|| panic!("task {} lacks a segment {when}", t.id))
-                            .name,
-                    )
-                };
-                assert!(
-                    matches!(t.kind, TaskKind::Copy | TaskKind::Move),
-                    "task {} is a {:?}: nothing here starts one {when}",
-                    t.id,
-                    t.kind
-                );
+                let seg = |s: &Option<crate::sync::Arc<Segment>>| s.as_ref().map(|s| segment_index(&s.name));
                 Task {
                     key: key_index(&t.key),
-                    mv: t.kind == TaskKind::Move,
+                    kind: match t.kind {
+                        TaskKind::Copy => Kind::Copy,
+                        TaskKind::Move => Kind::Move,
+                        TaskKind::Offload => Kind::Offload,
+                        TaskKind::Promote => Kind::Promote,
+                    },
                     executor: (
                         client_index(&m.client_name(t.executor.client())),
                         t.executor.incarnation().0,
@@ -188,7 +201,7 @@ impl Checker {
         assert_eq!(
             got,
             md.tasks.values().cloned().collect::<Vec<_>>(),
-            "tasks {when}: (key, move, executor, source, target, delivered)"
+            "tasks {when}: (key, kind, executor, source, target, delivered)"
         );
         // Quota and external metadata (invariant 16's convergence, at every step).
         assert_eq!(

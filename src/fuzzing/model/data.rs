@@ -3,16 +3,18 @@
 
 use super::{
     Model, Object, PutPlan, State, INVALID_PARAMS, NO_AVAILABLE_HANDLE, OBJECT_ALREADY_EXISTS, OBJECT_NOT_FOUND,
-    REPLICA_IS_NOT_READY, TENANT_QUOTA_EXCEEDED,
+    REPLICA_IS_NOT_READY, SEGMENTS, TENANT_QUOTA_EXCEEDED,
 };
 
 impl Model {
-    /// Objects a Put may evict: complete, no task in flight, every replica on an Active
-    /// owner's segment.
+    /// Objects a Put may evict: complete, no task in flight, every replica in memory on an
+    /// Active owner's segment.
     fn evictable(&self, key: usize, o: &Object) -> bool {
         o.complete
-            && self.task_of(key).is_none()
-            && o.replicas.iter().all(|s| self.owner_state(*s) == Some(State::Active))
+            && !self.has_task(key)
+            && o.replicas
+                .iter()
+                .all(|s| *s < SEGMENTS && self.owner_state(*s) == Some(State::Active))
     }
 
     /// LRU eviction until some serving segment can take `size` (only if one is big enough).
@@ -118,13 +120,6 @@ impl Model {
     }
 
     pub(crate) fn remove(&mut self, key: usize) -> Result<(), &'static str> {
-        if !self.objects.contains_key(&key) {
-            return Err(OBJECT_NOT_FOUND);
-        }
-        if self.task_of(key).is_some() {
-            return Err(super::tasks::OBJECT_HAS_REPLICATION_TASK);
-        }
-        self.objects.remove(&key);
-        Ok(())
+        self.remove_checked(key)
     }
 }

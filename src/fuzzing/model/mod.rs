@@ -7,16 +7,18 @@
 //!
 //! What it models: per client id the current incarnation (number, state, last accepted signal,
 //! the tick that committed Suspected, readiness, LocalDisk registration, the pending offboarding
-//! job); memory segments (owner incarnation, size, usage derived from the replicas on them);
-//! objects (replicas in allocation order, completion, recency); injected step failures; the
-//! quota total and the external metadata entries. In async mode (`Config::async_mode`) also
-//! where each job is: parked in the master or held by the executor for a retry.
+//! job); memory segments (owner incarnation, size, draining, usage derived from the replicas on
+//! them); objects (replicas in memory and on LocalDisks in allocation order, completion,
+//! recency); tasks (Copy, Move, Drain's Moves, offloads, promotions: `tasks.rs`); injected step
+//! failures; the quota total and the external metadata entries. In async mode
+//! (`Config::async_mode`) also where each job is: parked in the master or held by the executor
+//! for a retry.
 //!
 //! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
-//! permutation of the due jobs), stalls (the stall brake is disabled), drain, offload,
-//! promotion, NoF. The mass-suspicion brake is in `brake.rs`; Copy/Move tasks in `tasks.rs`.
+//! permutation of the due jobs), stalls (the stall brake is disabled), NoF. The mass-suspicion
+//! brake is in `brake.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,7 +27,7 @@ mod data;
 mod offboarding;
 mod tasks;
 
-pub(crate) use tasks::Task;
+pub(crate) use tasks::{disk, disk_owner, Kind, Task};
 
 /// Clients in the universe.
 pub(crate) const CLIENTS: usize = 4;
@@ -241,8 +243,11 @@ impl Model {
         }
     }
 
-    /// The state of the incarnation owning segment `s`.
+    /// The state of the incarnation owning segment `s` (or LocalDisk replica index `s`).
     pub(crate) fn owner_state(&self, s: usize) -> Option<State> {
+        if let Some(c) = disk_owner(s) {
+            return self.clients[c].rec.as_ref().map(|r| r.state);
+        }
         let seg = self.segments.get(&s)?;
         let rec = self.clients[seg.owner].rec.as_ref()?;
         (rec.incarnation == seg.incarnation).then_some(rec.state)
@@ -322,14 +327,14 @@ impl Model {
 
     /// Cancels the tasks touching `s`, then removes every replica on `s`; objects left without
     /// a replica are removed. Returns the bytes released (cancelled targets included).
-    fn drop_replicas_on(&mut self, s: usize) -> u64 {
+    pub(crate) fn drop_replicas_on(&mut self, s: usize) -> u64 {
         let mut released = self.cancel_tasks_touching(s);
         for o in self.objects.values_mut() {
             let before = o.replicas.len();
             o.replicas.retain(|r| *r != s);
             released += (before - o.replicas.len()) as u64 * o.size;
         }
-        self.objects.retain(|_, o| !o.replicas.is_empty());
+        self.forget_empty_objects();
         released
     }
 

@@ -147,9 +147,13 @@ impl Model {
             }
             match step {
                 0 => {
+                    // The tasks it executes (a promotion's target is another client's), the
+                    // tasks touching its segments, its replicas there and on its LocalDisk.
+                    job.refund += self.cancel_tasks_of((c, inc));
                     for s in &mine {
                         job.refund += self.drop_replicas_on(*s);
                     }
+                    job.refund += self.drop_replicas_on(super::disk(c));
                 }
                 1 => {
                     for s in &mine {
