@@ -548,3 +548,23 @@ fn a_restored_master_delivers_only_the_tasks_not_delivered_before() {
     assert_eq!(got, [pending], "the restored master's deliveries");
     assert!(restored.fetch_tasks("c2").is_empty(), "delivered twice");
 }
+
+/// A restored master can evict restored objects (issue 17 round 6: `Shard::restore_lru` → `()`
+/// survived: the restored eviction order was empty, so a full restored master refused every Put
+/// that needed room). Which one goes is the LRU of the shard the eviction visits first (exact
+/// LRU only with one metadata shard, `master/data.rs`).
+#[test]
+fn a_restored_master_evicts_restored_objects_to_make_room() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 100).unwrap();
+    for k in ["a", "b"] {
+        m.at(0).put(k, 50, 1).unwrap();
+        m.at(0).put_end(k).unwrap();
+    }
+    let restored = restore(&m.clock, &m.m.snapshot()).unwrap();
+    restored
+        .put("k", 50, 1)
+        .expect("room made by evicting a restored object");
+    let left = ["a", "b"].iter().filter(|k| restored.get(k).is_ok()).count();
+    assert_eq!(left, 1, "one restored object evicted, one kept");
+}
