@@ -47,7 +47,8 @@ proptest! {
 /// whose `metadata` step took several batches, the mass-suspicion brake engaging and
 /// releasing, and Copy/Move tasks delivered, held back from an Active executor (their source's
 /// owner Suspected) and completed by a Suspected executor, Move tasks started by Drain,
-/// offloads done (LocalDisk replicas) and promotions done.
+/// offloads done (LocalDisk replicas), promotions done, and NoF segments unmounted by probes
+/// while clients changed state beside them.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -75,7 +76,9 @@ fn differential_seeds_reach_both_modes() {
                 && total.tasks_done_while_suspected[mode] > 0
                 && total.drain_moves[mode] > 0
                 && total.offloads_done[mode] > 0
-                && total.promotions_done[mode] > 0,
+                && total.promotions_done[mode] > 0
+                && total.nof_unmounts[mode] > 0
+                && total.transitions_beside_nof[mode] > 0,
             "{total}"
         );
     }

@@ -264,6 +264,8 @@ impl Checker {
                 (Answer::Drain(r.map(tasks)), None)
             }
             Cmd::Promote { k } => (Answer::Task(self.promote(m, *k, now, answer)), None),
+            Cmd::NofMount { n, size } => (Answer::Flag(md.nof_mount(*n, *size)), None),
+            Cmd::NofProbe { n, healthy } => (Answer::Flag(md.nof_probe(*n, *healthy)), None),
             Cmd::TaskDone { c, id, ok } => {
                 let c = c.expect("resolved before it applies");
                 (Answer::Done(md.task_done(c, *id, *ok)), None)

@@ -7,7 +7,7 @@ use crate::master::{MasterEvent, TaskKind};
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 25] = [
+const OPS: [&str; 27] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -33,6 +33,8 @@ const OPS: [&str; 25] = [
     "drain",
     "offload_heartbeat",
     "promote",
+    "nof_mount",
+    "nof_probe",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -82,6 +84,10 @@ pub struct Counts {
     pub promotions: [u64; 2],
     /// Promotions done (a memory replica made from LocalDisk).
     pub promotions_done: [u64; 2],
+    /// NoF segments unmounted by failed probes.
+    pub nof_unmounts: [u64; 2],
+    /// Client liveness transitions while a NoF segment was mounted (none may touch it).
+    pub transitions_beside_nof: [u64; 2],
     mode: usize,
 }
 
@@ -110,6 +116,14 @@ impl Counts {
 
     pub(super) fn offloads_handed(&mut self, n: usize) {
         self.offloads_handed[self.mode] += n as u64;
+    }
+
+    pub(super) fn nof_probed(&mut self, unmounted: bool) {
+        self.nof_unmounts[self.mode] += u64::from(unmounted);
+    }
+
+    pub(super) fn beside_nof(&mut self, transitions: usize) {
+        self.transitions_beside_nof[self.mode] += transitions as u64;
     }
 
     pub(super) fn promoted(&mut self, started: bool) {
@@ -152,6 +166,8 @@ impl Counts {
             Cmd::Drain { .. } => 22,
             Cmd::OffloadHeartbeat { .. } => 23,
             Cmd::Promote { .. } => 24,
+            Cmd::NofMount { .. } => 25,
+            Cmd::NofProbe { .. } => 26,
         };
         self.ops[self.mode][i] += 1;
     }
@@ -198,6 +214,8 @@ impl Counts {
             self.offloads_done[m] += other.offloads_done[m];
             self.promotions[m] += other.promotions[m];
             self.promotions_done[m] += other.promotions_done[m];
+            self.nof_unmounts[m] += other.nof_unmounts[m];
+            self.transitions_beside_nof[m] += other.transitions_beside_nof[m];
         }
 
         self.failovers_with_executor_jobs += other.failovers_with_executor_jobs;
@@ -251,6 +269,12 @@ impl fmt::Display for Counts {
         pair(f, "offloads done (LocalDisk replicas made)", &self.offloads_done)?;
         pair(f, "promotions started", &self.promotions)?;
         pair(f, "promotions done", &self.promotions_done)?;
+        pair(f, "NoF segments unmounted by failed probes", &self.nof_unmounts)?;
+        pair(
+            f,
+            "client transitions while a NoF segment was mounted",
+            &self.transitions_beside_nof,
+        )?;
         writeln!(
             f,
             "| failovers with a job in the executor's retry table | | {} |",

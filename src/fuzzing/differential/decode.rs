@@ -7,7 +7,7 @@
 //! writes and converts seeds) lists them in the same order: appending one changes every tag,
 //! so the committed seeds are converted to decode to the same operations as before.
 
-use super::super::model::{CLIENTS, KEYS, SEGMENTS, STEPS};
+use super::super::model::{CLIENTS, KEYS, NOF_NAMES, SEGMENTS, STEPS};
 use super::{MAX_FAILOVERS, MAX_OPS};
 use crate::config::{LivenessConfig, OffboardingMode};
 use arbitrary::{Arbitrary, Unstructured};
@@ -47,6 +47,8 @@ enum RawOp {
     Drain { segment: u8 },
     OffloadHeartbeat { client: u8 },
     Promote { key: u8 },
+    NofMount { segment: u8, size: u8 },
+    NofProbe { segment: u8, healthy: bool },
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -138,6 +140,16 @@ pub(super) enum Cmd {
     /// Promotion on hit of `k` (held only on LocalDisk) to a memory replica.
     Promote {
         k: usize,
+    },
+    /// Mounts NoF segment `n` of `size` bytes (0: refused).
+    NofMount {
+        n: usize,
+        size: u64,
+    },
+    /// A health probe of NoF segment `n`.
+    NofProbe {
+        n: usize,
+        healthy: bool,
     },
 }
 
@@ -262,6 +274,14 @@ fn cmd_of(op: RawOp, tick: u64) -> Cmd {
         RawOp::Drain { segment } => Cmd::Drain { s: s(segment) },
         RawOp::OffloadHeartbeat { client } => Cmd::OffloadHeartbeat { c: c(client) },
         RawOp::Promote { key } => Cmd::Promote { k: k(key) },
+        RawOp::NofMount { segment, size } => Cmd::NofMount {
+            n: usize::from(segment) % NOF_NAMES.len(),
+            size: u64::from(size % 4) * 64,
+        },
+        RawOp::NofProbe { segment, healthy } => Cmd::NofProbe {
+            n: usize::from(segment) % NOF_NAMES.len(),
+            healthy,
+        },
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),

@@ -18,6 +18,13 @@ pub(super) fn segment_index(name: &str) -> usize {
         .unwrap_or_else(|| panic!("unknown segment {name}"))
 }
 
+pub(super) fn nof_index(name: &str) -> usize {
+    super::super::model::NOF_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("unknown NoF segment {name}"))
+}
+
 /// A replica descriptor's segment name as the model's replica index (`local_disk:cN` is
 /// client N's LocalDisk).
 pub(super) fn replica_index_of(name: &str) -> usize {

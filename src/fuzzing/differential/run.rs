@@ -2,7 +2,7 @@
 //! tick up to the target time, then the clock is set to it), each operation applies, and with a
 //! checker everything is compared with the model after every step.
 
-use super::super::model::{State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
+use super::super::model::{State, CLIENTS, CLIENT_NAMES, KEY_NAMES, NOF_NAMES, SEGMENT_NAMES};
 use super::check::Checker;
 use super::counts::Counts;
 use super::decode::LEVEL_2_TICKS;
@@ -24,6 +24,8 @@ pub(super) enum Answer {
     Done(Result<(), &'static str>),
     Ping(PingStatus),
     Replicas(Result<Vec<ReplicaDesc>, &'static str>),
+    /// A yes/no answer (NoF mount: mounted; NoF probe: unmounted by it).
+    Flag(bool),
     /// A new task's id (CopyStart/MoveStart).
     Task(Result<u64, &'static str>),
     /// FetchTasks: (id, kind, key) of each task handed over.
@@ -171,6 +173,10 @@ impl Real {
     /// Counts a monitor commit that ended a level-2 window, and a completed job of an
     /// incarnation that held more keys than a batch (its `metadata` step answered `More`).
     fn count_reached(&mut self, events: &[MasterEvent]) {
+        if self.m.nof().iter().next().is_some() {
+            let transitions = events.iter().filter(|e| matches!(e, MasterEvent::Transition(_)));
+            self.counts.beside_nof(transitions.count());
+        }
         let ids = client_ids(&self.m);
         let index = |id| ids.iter().position(|x| *x == Some(id));
         for e in events {
@@ -310,6 +316,12 @@ impl Real {
                 let r = self.m.drain(SEGMENT_NAMES[*s]).map_err(MasterError::code);
                 self.counts.drained(r.as_ref().map_or(0, Vec::len));
                 Answer::Drain(r.map(|v| v.into_iter().map(|t| (t.task, t.kind, t.key)).collect()))
+            }
+            Cmd::NofMount { n, size } => Answer::Flag(self.m.nof().mount(NOF_NAMES[*n], *size)),
+            Cmd::NofProbe { n, healthy } => {
+                let unmounted = self.m.nof().probe(NOF_NAMES[*n], *healthy);
+                self.counts.nof_probed(unmounted);
+                Answer::Flag(unmounted)
             }
             Cmd::OffloadHeartbeat { c } => {
                 let r = self.m.offload_heartbeat(CLIENT_NAMES[*c]).map_err(MasterError::code);

@@ -5,7 +5,7 @@
 use super::super::model::{disk, Kind, State, Task, CLIENTS, CLIENT_NAMES};
 use super::check::Checker;
 use super::executor::Held;
-use super::names::{client_index, key_index, segment_index, state_of};
+use super::names::{client_index, key_index, nof_index, segment_index, state_of};
 use super::run::{registry_rows, ClientRow, When};
 use crate::master::{Lifecycle, Master, Segment, TaskKind};
 use std::collections::BTreeSet;
@@ -172,6 +172,17 @@ impl Checker {
             })
             .collect();
         assert_eq!(got, want, "LocalDisks {when}: (client, capacity, used, keys)");
+        // NoF segments (invariant 20: nothing but probes and mounts changes them).
+        let got: Vec<(usize, u64, u32)> = m
+            .nof()
+            .iter()
+            .map(|(name, seg)| (nof_index(name), seg.size, seg.failures))
+            .collect();
+        let want: Vec<(usize, u64, u32)> = md.nof.iter().map(|(n, (size, f))| (*n, *size, *f)).collect();
+        assert_eq!(
+            got, want,
+            "invariant 20: NoF segments {when}: (segment, size, failed probes)"
+        );
         // Tasks: id, kind, key, executor, source, target, delivered.
         let got: Vec<Task> = m
             .tasks()

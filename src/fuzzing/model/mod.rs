@@ -17,13 +17,14 @@
 //! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
-//! permutation of the due jobs), stalls (the stall brake is disabled), NoF. The mass-suspicion
-//! brake is in `brake.rs`.
+//! permutation of the due jobs), stalls (the stall brake is disabled). The mass-suspicion
+//! brake is in `brake.rs`; NoF segments (their own probe-driven health) in `nof.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 mod brake;
 mod data;
+mod nof;
 mod offboarding;
 mod tasks;
 
@@ -43,6 +44,8 @@ pub(crate) const STEPS: [&str; 5] = ["metadata", "segments", "local_disk", "quot
 pub(crate) const CLIENT_NAMES: [&str; CLIENTS] = ["c0", "c1", "c2", "c3"];
 /// Segment names.
 pub(crate) const SEGMENT_NAMES: [&str; SEGMENTS] = ["s0", "s1", "s2", "s3", "s4", "s5"];
+/// NoF segments in the universe, and their names.
+pub(crate) const NOF_NAMES: [&str; 3] = ["n0", "n1", "n2"];
 /// Key names.
 pub(crate) const KEY_NAMES: [&str; KEYS] = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
 
@@ -211,6 +214,8 @@ pub(crate) struct Model {
     pub(crate) tasks: BTreeMap<u64, Task>,
     /// The last task id handed out (a snapshot keeps it).
     pub(crate) next_task: u64,
+    /// Mounted NoF segments: (size, failed probes in a row), by index into [`NOF_NAMES`].
+    pub(crate) nof: BTreeMap<usize, (u64, u32)>,
     lru_clock: u64,
 }
 
@@ -239,6 +244,7 @@ impl Model {
             },
             tasks: BTreeMap::new(),
             next_task: 0,
+            nof: BTreeMap::new(),
             lru_clock: 0,
         }
     }
