@@ -635,12 +635,19 @@ mod tests {
     }
 
     /// The master's stats count a stall and its length as the monitor reported it (issue 17
-    /// round 6: `stall_ms += ms` → `*=` survived, and `Shards::is_empty` → `true`).
+    /// round 6: `stall_ms += ms` → `*=` survived, and `Shards::is_empty` → `true`;
+    /// `Segments::len` → `0` too, in shard 7).
     #[test]
     fn a_stall_is_counted_in_the_masters_stats_with_its_length() {
         let (clock, m) = manual_master(20_000, MasterOptions::default());
         assert!(!m.shards.is_empty() && m.shards.len().is_power_of_two());
+        let counted = |m: &Master| {
+            let s = m.segments(); // one guard
+            (s.len(), s.is_empty())
+        };
+        assert_eq!(counted(&m), (0, true));
         m.mount("c1", "s1", 100).unwrap();
+        assert_eq!(counted(&m), (1, false));
         clock.set_ms(100);
         m.tick();
         clock.set_ms(5_000);
