@@ -630,3 +630,25 @@ fn a_second_put_end_or_a_put_revoke_never_touches_a_copy_in_flight() {
     assert_eq!(m.at(500).put_revoke("k"), Err(MasterError::InvalidParams));
     assert_eq!(segs(&m.at(500).get("k").unwrap()), [src.as_str()]);
 }
+
+/// A drain Move refused by the quota releases its reserved target once: the target's usage
+/// stays the sum of what it holds (found by the differential fuzz target: the refusal released
+/// the reservation in `start_replication_in` and again in `drain_one`, so a segment holding a
+/// 16-byte Move target read 0 bytes used and could be allocated past its size).
+#[test]
+fn a_drain_move_refused_by_the_quota_releases_its_target_once() {
+    let mut m = M::new();
+    m.at(0).mount("c1", "s1", 100).unwrap();
+    m.at(0).put("a", 10, 1).unwrap();
+    m.at(0).put("b", 40, 1).unwrap();
+    for k in ["a", "b"] {
+        m.at(0).put_end(k).unwrap();
+    }
+    m.at(0).mount("c2", "s2", 100).unwrap();
+    // 50 bytes charged; 10 more fit (a's Move), 40 more do not (b's).
+    m.m.set_quota_limit(mooncake_liveness::master::DEFAULT_TENANT, Some(60));
+    let moved: Vec<String> = m.at(0).drain("s1").unwrap().into_iter().map(|t| t.key).collect();
+    assert_eq!(moved, ["a"]);
+    let used = m.m.query(None, Some("s2")).segment.unwrap().used;
+    assert_eq!(used, 10, "s2 holds a's Move target and nothing else");
+}

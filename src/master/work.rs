@@ -69,7 +69,12 @@ impl MasterCore {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
         if !self.try_charge(&tenant, size) {
-            target.release(key, size);
+            // Only what this call reserved: a reserved target is the caller's to release
+            // (releasing it here too freed drain's reservation twice; found by the
+            // differential fuzz target).
+            if !reserved {
+                target.release(key, size);
+            }
             return Err(MasterError::TenantQuotaExceeded);
         }
         let executor = target.owner.clone();
