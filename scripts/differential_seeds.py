@@ -27,8 +27,9 @@ V7 = V6 + [("replicate", 3), ("fetch_tasks", 1), ("task_done", 3)]
 V8 = V7 + [("drain", 1)]
 V9 = V8 + [("offload_heartbeat", 1), ("promote", 1)]
 V10 = V9 + [("nof_mount", 2), ("nof_probe", 2)]
-VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6, 7: V7, 8: V8, 9: V9, 10: V10}
-CURRENT = 10
+V11 = V10 + [("stall", 1)]
+VARIANTS = {1: V1, 2: V2, 3: V3, 4: V4, 5: V5, 6: V6, 7: V7, 8: V8, 9: V9, 10: V10, 11: V11}
+CURRENT = 11
 CONFIG_BYTES = 8
 
 

@@ -48,7 +48,7 @@ proptest! {
 /// releasing, and Copy/Move tasks delivered, held back from an Active executor (their source's
 /// owner Suspected) and completed by a Suspected executor, Move tasks started by Drain,
 /// offloads done (LocalDisk replicas), promotions done, and NoF segments unmounted by probes
-/// while clients changed state beside them.
+/// while clients changed state beside them, and stalls credited by the stall brake.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -78,7 +78,8 @@ fn differential_seeds_reach_both_modes() {
                 && total.offloads_done[mode] > 0
                 && total.promotions_done[mode] > 0
                 && total.nof_unmounts[mode] > 0
-                && total.transitions_beside_nof[mode] > 0,
+                && total.transitions_beside_nof[mode] > 0
+                && total.stalls_credited[mode] > 0,
             "{total}"
         );
     }

@@ -108,7 +108,7 @@ impl Checker {
             }
         }
         let (want, want_ev): (Answer, Option<Ev>) = match cmd {
-            Cmd::Advance(_) => unreachable!(),
+            Cmd::Advance(_) | Cmd::Stall(_) => unreachable!(),
             Cmd::Mount { c, s, size, token } => {
                 let barrier = md.clients[*c]
                     .rec

@@ -36,6 +36,7 @@ impl Checker {
                     config.mass_suspicion_min_clients,
                     (config.mass_suspicion_fraction * 4.0) as usize,
                 )),
+                stall_brake: config.stall_brake,
             }),
             offline_commits: BTreeSet::new(),
             offboarded: BTreeSet::new(),
@@ -96,6 +97,24 @@ impl Checker {
 
     /// One monitor tick at `tau` that produced `events`.
     pub(super) fn tick(&mut self, m: &Master, tau: u64, events: &[MasterEvent]) {
+        // Invariant 5: a tick more than the bound late credits the whole gap, once.
+        let stalls: Vec<(u64, u64)> = events
+            .iter()
+            .filter_map(|e| match e {
+                MasterEvent::StallDetected { at_ms, ms } => Some((*at_ms, *ms)),
+                _ => None,
+            })
+            .collect();
+        let credited = self.model.stall_check(tau);
+        assert_eq!(
+            stalls,
+            credited.map(|gap| (tau, gap)).into_iter().collect::<Vec<_>>(),
+            "invariant 5: stall credit of the tick at {tau} (at, ms)"
+        );
+        let events: Vec<&MasterEvent> = events
+            .iter()
+            .filter(|e| !matches!(e, MasterEvent::StallDetected { .. }))
+            .collect();
         let evs: Vec<Ev> = events.iter().map(|e| ev_of(m, e)).collect();
         // The brake's event (first: it decides before the tick's commits), the transitions,
         // then the offboarding attempts.

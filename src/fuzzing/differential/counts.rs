@@ -7,7 +7,7 @@ use crate::master::{MasterEvent, TaskKind};
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
-const OPS: [&str; 27] = [
+const OPS: [&str; 28] = [
     "advance",
     "mount",
     "mount_with_token",
@@ -35,6 +35,7 @@ const OPS: [&str; 27] = [
     "promote",
     "nof_mount",
     "nof_probe",
+    "stall",
 ];
 
 /// Counts of one or more inputs; index 0 is sync mode, 1 async.
@@ -84,6 +85,8 @@ pub struct Counts {
     pub promotions: [u64; 2],
     /// Promotions done (a memory replica made from LocalDisk).
     pub promotions_done: [u64; 2],
+    /// Stalls credited by the stall brake.
+    pub stalls_credited: [u64; 2],
     /// NoF segments unmounted by failed probes.
     pub nof_unmounts: [u64; 2],
     /// Client liveness transitions while a NoF segment was mounted (none may touch it).
@@ -168,6 +171,7 @@ impl Counts {
             Cmd::Promote { .. } => 24,
             Cmd::NofMount { .. } => 25,
             Cmd::NofProbe { .. } => 26,
+            Cmd::Stall(_) => 27,
         };
         self.ops[self.mode][i] += 1;
     }
@@ -180,7 +184,7 @@ impl Counts {
                 MasterEvent::Offboarded { .. } => self.offboarded[self.mode] += 1,
                 MasterEvent::MassSuspicionBrake { engaged: true, .. } => self.brake_engaged[self.mode] += 1,
                 MasterEvent::MassSuspicionBrake { engaged: false, .. } => self.brake_released[self.mode] += 1,
-                _ => {}
+                MasterEvent::StallDetected { .. } => self.stalls_credited[self.mode] += 1,
             }
         }
     }
@@ -215,6 +219,7 @@ impl Counts {
             self.promotions[m] += other.promotions[m];
             self.promotions_done[m] += other.promotions_done[m];
             self.nof_unmounts[m] += other.nof_unmounts[m];
+            self.stalls_credited[m] += other.stalls_credited[m];
             self.transitions_beside_nof[m] += other.transitions_beside_nof[m];
         }
 
@@ -270,6 +275,7 @@ impl fmt::Display for Counts {
         pair(f, "promotions started", &self.promotions)?;
         pair(f, "promotions done", &self.promotions_done)?;
         pair(f, "NoF segments unmounted by failed probes", &self.nof_unmounts)?;
+        pair(f, "stalls credited (stall brake)", &self.stalls_credited)?;
         pair(
             f,
             "client transitions while a NoF segment was mounted",

@@ -1,5 +1,5 @@
 //! Decoding an input: a small configuration, a setup byte (bit 0: asynchronous offboarding;
-//! bits 1–4: a start rate limit; bits 5–6: the mass-suspicion brake),
+//! bits 1–4: a start rate limit; bits 5–6: the mass-suspicion brake; bit 7: the stall brake),
 //! then operations (`RawOp`, as `arbitrary` reads them) turned into commands with names and
 //! sizes fixed (`Cmd`, independent of any state).
 //!
@@ -49,6 +49,7 @@ enum RawOp {
     Promote { key: u8 },
     NofMount { segment: u8, size: u8 },
     NofProbe { segment: u8, healthy: bool },
+    Stall(u8),
 }
 
 /// A decoded operation, with names and sizes fixed (independent of any state).
@@ -151,6 +152,10 @@ pub(super) enum Cmd {
         n: usize,
         healthy: bool,
     },
+    /// The master does not run for this many ms: the ticks in between are skipped, and the next
+    /// one runs late (credited as a stall if it is more than the bound late and the stall brake
+    /// is on; `run.rs`).
+    Stall(u64),
 }
 
 /// An incarnation token: 1..=3 (an input offboards a client at most a few times).
@@ -282,6 +287,8 @@ fn cmd_of(op: RawOp, tick: u64) -> Cmd {
             n: usize::from(segment) % NOF_NAMES.len(),
             healthy,
         },
+        // Up to 12.75 s: below and above any stall bound (half an active TTL of 200..=3,000 ms).
+        RawOp::Stall(b) => Cmd::Stall(u64::from(b) * 50),
         RawOp::SetQuota { limit } => Cmd::SetQuota(match limit % 6 {
             0 => None,
             k => Some(32 << k),
@@ -318,7 +325,8 @@ pub(super) fn decode(data: &[u8]) -> Option<Input> {
         suspicion_ttl_ms: suspicion,
         monitor_tick_ms: tick,
         stall_bound_ms: active / 2,
-        stall_brake: false,
+        // Bit 7: the stall brake (a `stall` operation skips ticks; the next one runs late).
+        stall_brake: setup & 0x80 != 0,
         // Bit 5: the mass-suspicion brake, bit 6 picks its thresholds (whole quarters, so the
         // model compares exactly): at least 2 Suspected and more than half, or at least 1 and
         // more than a quarter, of the 4 clients' live incarnations.

@@ -133,15 +133,16 @@ pub fn differential_explain(data: &[u8]) -> Option<String> {
         config.monitor_tick_ms,
         config.offboarding_retry_backoff_ms,
         config.offboarding_retry_max_backoff_ms,
-        if async_mode {
-            "async (outbox + the harness's executor)"
-        } else {
-            "sync (inline)"
+        match (async_mode, config.stall_brake) {
+            (true, false) => "async (outbox + the harness's executor)",
+            (true, true) => "async (outbox + the harness's executor), stall brake on",
+            (false, false) => "sync (inline)",
+            (false, true) => "sync (inline), stall brake on",
         }
     );
     let (mut now, mut limit) = (0, MAX_TIME_MS);
     for cmd in &cmds {
-        if let Cmd::Advance(dt) = cmd {
+        if let Cmd::Advance(dt) | Cmd::Stall(dt) = cmd {
             now += dt;
             if now > limit {
                 break;

@@ -145,7 +145,7 @@ impl Real {
     /// Notes, for the counts, which incarnations hold a window armed on wheel level ≥ 2 and
     /// which hold more keys than one `metadata` batch.
     fn observe(&mut self) {
-        let now = self.now();
+        let now = self.m.liveness().clock().now_ms(); // deadlines are liveness-clock times
         let far = LEVEL_2_TICKS * self.tick_ms;
         let ids = client_ids(&self.m);
         for (c, id) in ids.into_iter().enumerate() {
@@ -183,7 +183,8 @@ impl Real {
             match e {
                 MasterEvent::Transition(t) if t.from != LivenessState::Suspected || t.to != LivenessState::Active => {
                     let Some(c) = index(t.client) else { continue };
-                    if self.long_window[c].is_some_and(|(inc, d)| inc == t.incarnation.0 && d <= t.at_ms) {
+                    let at = self.m.liveness().clock().to_liveness_ms(t.at_ms);
+                    if self.long_window[c].is_some_and(|(inc, d)| inc == t.incarnation.0 && d <= at) {
                         self.counts.level2_expiry();
                         self.long_window[c] = None;
                     }
@@ -240,7 +241,7 @@ impl Real {
         let code = |r: Result<(), MasterError>| Answer::Done(r.map_err(MasterError::code));
         let m = &mut self.m;
         match cmd {
-            Cmd::Advance(_) => Answer::Nothing,
+            Cmd::Advance(_) | Cmd::Stall(_) => Answer::Nothing,
             Cmd::Mount { c, s, size, token } => {
                 code(m.mount_with_token(CLIENT_NAMES[*c], token.map(Incarnation), SEGMENT_NAMES[*s], *size))
             }
@@ -365,12 +366,18 @@ pub(super) fn run(input: &Input, check: bool) -> (Vec<Logged>, Counts) {
     let mut log = Vec::new();
     let mut limit = MAX_TIME_MS;
     for cmd in cmds {
-        if let Cmd::Advance(dt) = cmd {
+        if let Cmd::Advance(dt) | Cmd::Stall(dt) = cmd {
             let t = real.now() + dt;
             if t > limit {
                 break;
             }
             real.counts.op(cmd, *async_mode);
+            if matches!(cmd, Cmd::Stall(_)) {
+                // The master does not run: every tick before the last one due by `t` is lost.
+                while real.next_tick + real.tick_ms <= t {
+                    real.next_tick += real.tick_ms;
+                }
+            }
             while real.next_tick <= t {
                 let tau = real.next_tick;
                 real.tick(tau);

@@ -17,8 +17,8 @@
 //! What it does not model (see `differential/`): which segment an allocation picks (the
 //! harness checks the answer's validity and feeds the choice back), the order in which jobs due
 //! at one tick run (the harness feeds the observed order back after checking it is a
-//! permutation of the due jobs), stalls (the stall brake is disabled). The mass-suspicion
-//! brake is in `brake.rs`; NoF segments (their own probe-driven health) in `nof.rs`.
+//! permutation of the due jobs). The mass-suspicion brake is in `brake.rs`, the stall brake in
+//! `stall.rs`, NoF segments (their own probe-driven health) in `nof.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +26,7 @@ mod brake;
 mod data;
 mod nof;
 mod offboarding;
+mod stall;
 mod tasks;
 
 pub(crate) use tasks::{disk, disk_owner, Kind, Task};
@@ -49,7 +50,8 @@ pub(crate) const NOF_NAMES: [&str; 3] = ["n0", "n1", "n2"];
 /// Key names.
 pub(crate) const KEY_NAMES: [&str; KEYS] = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
 
-/// The configuration the model needs (liveness-clock ms; no stalls, so base = liveness time).
+/// The configuration the model needs (times on the base clock: a stall credit moves the
+/// liveness-clock times, `stall.rs`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Config {
     pub(crate) active_ttl_ms: u64,
@@ -66,6 +68,8 @@ pub(crate) struct Config {
     pub(crate) tick_ms: u64,
     /// The mass-suspicion brake: (min clients, fraction in quarters); `None`: disabled.
     pub(crate) mass_brake: Option<(usize, usize)>,
+    /// The stall brake (bound: half the active TTL in force).
+    pub(crate) stall_brake: bool,
 }
 
 /// Liveness state of one incarnation.
@@ -216,6 +220,8 @@ pub(crate) struct Model {
     pub(crate) next_task: u64,
     /// Mounted NoF segments: (size, failed probes in a row), by index into [`NOF_NAMES`].
     pub(crate) nof: BTreeMap<usize, (u64, u32)>,
+    /// The base time of the last monitor tick (or of the master's start or restore).
+    pub(crate) last_tick: u64,
     lru_clock: u64,
 }
 
@@ -245,6 +251,7 @@ impl Model {
             tasks: BTreeMap::new(),
             next_task: 0,
             nof: BTreeMap::new(),
+            last_tick: 0,
             lru_clock: 0,
         }
     }

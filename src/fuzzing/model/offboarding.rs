@@ -187,6 +187,7 @@ impl Model {
     /// (`src/docs/limitations.rs`, "Snapshots in asynchronous mode"); the scratch (refunds,
     /// unmounted names) is the master's and survives, and re-running done steps is harmless.
     pub(crate) fn failover(&mut self, now: u64) {
+        self.last_tick = now; // the restored monitor's start
         self.faults = [0; 5];
         self.reset_brake();
         self.bucket = None;
