@@ -48,7 +48,8 @@ proptest! {
 /// releasing, and Copy/Move tasks delivered, held back from an Active executor (their source's
 /// owner Suspected) and completed by a Suspected executor, Move tasks started by Drain,
 /// offloads done (LocalDisk replicas), promotions done, and NoF segments unmounted by probes
-/// while clients changed state beside them, and stalls credited by the stall brake.
+/// while clients changed state beside them, stalls credited by the stall brake, and a
+/// task_done from an Offline executor whose job is pending.
 #[test]
 fn differential_seeds_reach_both_modes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/differential");
@@ -79,7 +80,8 @@ fn differential_seeds_reach_both_modes() {
                 && total.promotions_done[mode] > 0
                 && total.nof_unmounts[mode] > 0
                 && total.transitions_beside_nof[mode] > 0
-                && total.stalls_credited[mode] > 0,
+                && total.stalls_credited[mode] > 0
+                && total.tasks_done_offline[mode] > 0,
             "{total}"
         );
     }

@@ -75,6 +75,8 @@ pub struct Counts {
     pub tasks_done_while_suspected: [u64; 2],
     /// task_done callbacks accepted.
     pub tasks_done: [u64; 2],
+    /// task_done callbacks from an Offline executor whose job is pending (refused).
+    pub tasks_done_offline: [u64; 2],
     /// Move tasks started by Drain.
     pub drain_moves: [u64; 2],
     /// Offloads handed over by the offload heartbeat.
@@ -115,6 +117,10 @@ impl Counts {
         self.tasks_done_while_suspected[self.mode] += u64::from(accepted && suspected);
         self.offloads_done[self.mode] += u64::from(completed == Some(TaskKind::Offload));
         self.promotions_done[self.mode] += u64::from(completed == Some(TaskKind::Promote));
+    }
+
+    pub(super) fn task_done_offline(&mut self, offline: bool) {
+        self.tasks_done_offline[self.mode] += u64::from(offline);
     }
 
     pub(super) fn offloads_handed(&mut self, n: usize) {
@@ -213,6 +219,7 @@ impl Counts {
             self.fetches_holding_back[m] += other.fetches_holding_back[m];
             self.tasks_done_while_suspected[m] += other.tasks_done_while_suspected[m];
             self.tasks_done[m] += other.tasks_done[m];
+            self.tasks_done_offline[m] += other.tasks_done_offline[m];
             self.drain_moves[m] += other.drain_moves[m];
             self.offloads_handed[m] += other.offloads_handed[m];
             self.offloads_done[m] += other.offloads_done[m];
@@ -268,6 +275,11 @@ impl fmt::Display for Counts {
             f,
             "`task_done` accepted from a Suspected executor",
             &self.tasks_done_while_suspected,
+        )?;
+        pair(
+            f,
+            "`task_done` from an Offline executor, job pending",
+            &self.tasks_done_offline,
         )?;
         pair(f, "Move tasks started by `drain`", &self.drain_moves)?;
         pair(f, "offloads handed over", &self.offloads_handed)?;

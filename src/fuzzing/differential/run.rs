@@ -337,7 +337,9 @@ impl Real {
             Cmd::TaskDone { c, id, ok } => {
                 let c = c.expect("resolved before it applies");
                 let kind = self.m.tasks().get(*id).map(|t| t.kind);
-                let suspected = self.state_of(c) == Some(LivenessState::Suspected);
+                let state = self.state_of(c);
+                let suspected = state == Some(LivenessState::Suspected);
+                self.counts.task_done_offline(state == Some(LivenessState::Offline));
                 let r = self.m.task_done(CLIENT_NAMES[c], *id, *ok);
                 self.counts
                     .task_done(r.is_ok(), suspected, kind.filter(|_| *ok && r.is_ok()));
