@@ -21,6 +21,17 @@ fn two_clients() -> M {
     m
 }
 
+/// `two_clients` with one complete 10-byte object `k` put at `at`: the segment holding it and
+/// the other one.
+fn two_clients_with_k(at: u64) -> (M, String, &'static str) {
+    let mut m = two_clients();
+    m.at(at).put("k", 10, 1).unwrap();
+    m.at(at).put_end("k").unwrap();
+    let held = m.at(at).get("k").unwrap()[0].segment.clone();
+    let other = if held == "s1" { "s2" } else { "s1" };
+    (m, held, other)
+}
+
 fn keep_c2_alive(m: &mut M, until: u64) {
     let mut t = m.clock.now_ms() / 1_000 * 1_000 + 1_000;
     while t <= until {
@@ -498,10 +509,7 @@ fn tenant_quotas_limit_puts_and_converge_after_offboarding() {
 
 #[test]
 fn admin_descriptor_query_hides_suspected_while_diagnostics_show_it() {
-    let mut m = two_clients();
-    m.at(0).put("k", 10, 1).unwrap();
-    m.at(0).put_end("k").unwrap();
-    let seg = m.at(0).get("k").unwrap()[0].segment.clone();
+    let (mut m, seg, _) = two_clients_with_k(0);
     let owner = if seg == "s1" { "c1" } else { "c2" };
     m.at(10_000);
     assert_eq!(m.m.admin_replicas("k"), Err(MasterError::ReplicaIsNotReady));
@@ -613,11 +621,7 @@ fn the_adoption_walk_matches_the_remounted_segments_replicas() {
 
 #[test]
 fn a_second_put_end_or_a_put_revoke_never_touches_a_copy_in_flight() {
-    let mut m = two_clients();
-    m.at(500).put("k", 10, 1).unwrap();
-    m.at(500).put_end("k").unwrap();
-    let src = m.at(500).get("k").unwrap()[0].segment.clone();
-    let dst = if src == "s1" { "s2" } else { "s1" };
+    let (mut m, src, dst) = two_clients_with_k(500);
     m.at(500).replicate("k", dst, false).unwrap();
     // The put ended already: a second PutEnd must not mark the Copy's target complete (its
     // bytes are not copied yet), and a late PutRevoke must not erase the object.

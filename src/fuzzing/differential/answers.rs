@@ -12,6 +12,22 @@ use std::collections::BTreeSet;
 
 type TaskRows = Vec<(u64, &'static str, String)>;
 
+/// The target segment the master chose for task `id`, checked against the model's `allowed`
+/// (invariant 10: only a segment that may take the allocation).
+fn chosen_target(m: &Master, id: u64, allowed: &[usize], what: &str) -> usize {
+    let target = m
+        .tasks()
+        .get(id)
+        .and_then(|t| t.target.as_ref().map(|t| segment_index(&t.name)))
+        .unwrap_or_else(|| panic!("{what}: task {id} has no target"));
+    assert!(
+        allowed.contains(&target),
+        "invariant 10: {what}: target {} (allowed: {allowed:?})",
+        SEGMENT_NAMES[target]
+    );
+    target
+}
+
 impl Checker {
     /// Promotion of `k`: refused as the model says, or started to a target the model allows
     /// (the master's choice, read from its task table, is fed back).
@@ -24,17 +40,8 @@ impl Checker {
                 KEY_NAMES[k]
             );
         };
-        let target = m
-            .tasks()
-            .get(*id)
-            .and_then(|t| t.target.as_ref().map(|t| segment_index(&t.name)))
-            .unwrap_or_else(|| panic!("Promote at {now}: task {id} has no target"));
-        assert!(
-            targets.contains(&target),
-            "invariant 10: Promote of {} at {now} to {} (allowed: {targets:?})",
-            KEY_NAMES[k],
-            SEGMENT_NAMES[target]
-        );
+        let what = format!("Promote of {} at {now}", KEY_NAMES[k]);
+        let target = chosen_target(m, *id, &targets, &what);
         Ok(md.promote(k, target))
     }
 
@@ -65,18 +72,8 @@ impl Checker {
                 "Drain of {} at {now}: tasks out of key order",
                 SEGMENT_NAMES[s]
             );
-            let target = m
-                .tasks()
-                .get(*id)
-                .and_then(|t| t.target.as_ref().map(|t| segment_index(&t.name)))
-                .unwrap_or_else(|| panic!("Drain at {now}: task {id} has no target"));
-            assert!(
-                targets.contains(&target),
-                "invariant 10: Drain of {} at {now} moved {} to {} (allowed: {targets:?})",
-                SEGMENT_NAMES[s],
-                KEY_NAMES[k],
-                SEGMENT_NAMES[target]
-            );
+            let what = format!("Drain of {} at {now}, {}", SEGMENT_NAMES[s], KEY_NAMES[k]);
+            let target = chosen_target(m, *id, &targets, &what);
             let mine = md.drain_move(k, s, target);
             want.push((mine, "move", KEY_NAMES[k].to_string()));
         }

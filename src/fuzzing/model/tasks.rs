@@ -394,23 +394,16 @@ impl Model {
 
     /// Cancels the tasks reading or writing segment `s`. Returns the bytes released.
     pub(crate) fn cancel_tasks_touching(&mut self, s: usize) -> u64 {
-        let ids: Vec<u64> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.source == Some(s) || t.target == Some(s))
-            .map(|(id, _)| *id)
-            .collect();
-        ids.into_iter().map(|id| self.cancel_task(id)).sum()
+        self.cancel_where(|t| t.source == Some(s) || t.target == Some(s))
     }
 
     /// Cancels the tasks incarnation `me` executes (its offboarding). Returns the bytes released.
     pub(crate) fn cancel_tasks_of(&mut self, me: (usize, u64)) -> u64 {
-        let ids: Vec<u64> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.executor == me)
-            .map(|(id, _)| *id)
-            .collect();
+        self.cancel_where(|t| t.executor == me)
+    }
+
+    fn cancel_where(&mut self, which: impl Fn(&Task) -> bool) -> u64 {
+        let ids: Vec<u64> = self.tasks.iter().filter(|(_, t)| which(t)).map(|(id, _)| *id).collect();
         ids.into_iter().map(|id| self.cancel_task(id)).sum()
     }
 
