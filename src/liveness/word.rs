@@ -219,7 +219,8 @@ pub enum Event {
     Expire,
     /// As [`Event::Expire`], but Suspected → Offline commits are paused (mass-suspicion brake).
     ExpireHoldingOffline,
-    /// The brake released: a Suspected record gets a fresh suspicion window from now.
+    /// The brake released: a Suspected record gets a fresh suspicion window from now, unless
+    /// its window already ends later (a renewal never shortens a window).
     RenewSuspicion,
     /// `prepare_client_offboarding`: commit Suspected → Offline if it is due; never suspects.
     CommitOffline,
@@ -289,7 +290,12 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
             Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
             Change::Suspected,
         ),
-        (Suspected, Event::RenewSuspicion) => commit(
+        // The mass-suspicion brake's release renews a paused window; it never shortens one.
+        // (The brake's list can hold an incarnation that recovered and was suspected again
+        // with a longer window since: renewing it to `now + TTL` cut that window short, and
+        // the monitor's wheel entry, armed for the longer one, then committed Offline late;
+        // found by the differential fuzz target.)
+        (Suspected, Event::RenewSuspicion) if now_ms.saturating_add(ttls.suspicion_ms) > cur.deadline_ms() => commit(
             Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
             Change::SuspicionRenewed,
         ),
@@ -406,6 +412,9 @@ mod tests {
             (w(Suspected, 4, d), Event::ExpireHoldingOffline, d, Decision::Held),
             (w(Suspected, 4, d), Event::RenewSuspicion, d, c(w(Suspected, 5, d + 20_000), Change::SuspicionRenewed)),
             (w(Suspected, 4, d), Event::RenewSuspicion, d - 9, c(w(Suspected, 5, d - 9 + 20_000), Change::SuspicionRenewed)),
+            // A renewal never shortens a window (a longer one started since the pause).
+            (w(Suspected, 4, d + 30_000), Event::RenewSuspicion, d, Decision::Wait { deadline_ms: d + 30_000 }),
+            (w(Suspected, 4, d + 20_000), Event::RenewSuspicion, d, Decision::Wait { deadline_ms: d + 20_000 }),
             // Offline
             (w(Offline, 5, d), Event::Signal, d, Decision::RefuseOffline),
             (w(Offline, 5, d), Event::Expire, d, Decision::Retire),

@@ -30,7 +30,9 @@ impl MassSuspicionBrake {
     }
 
     /// Releases: each held incarnation that is still Suspected starts a fresh suspicion window
-    /// at `now_l`. Their wheel entries stay armed; the next firing re-reads the renewed word.
+    /// at `now_l`, unless its window already ends later (it recovered and was suspected again
+    /// since; a renewal never shortens a window, `liveness::word::decide`). Their wheel entries
+    /// stay armed; the next firing re-reads the word.
     pub(super) fn release(&mut self, now_l: u64, ttls: Ttls) -> usize {
         self.engaged = false;
         let held = std::mem::take(&mut self.held);

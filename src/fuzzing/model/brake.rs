@@ -8,7 +8,9 @@
 //! counts every live incarnation (an Offline one whose job is pending included), "Suspected"
 //! the incarnations in that state when the tick starts. A paused client is one whose Offline
 //! commit fell due while the brake was engaged; at the release, each of them that is still
-//! Suspected (same incarnation) gets the window `[release, release + suspicion TTL)`.
+//! Suspected (same incarnation) gets the window `[release, release + suspicion TTL)`, unless
+//! its window already ends later (it recovered and was suspected again since: a renewal never
+//! shortens a window).
 
 use super::{Ev, Model, State};
 use std::collections::BTreeSet;
@@ -40,7 +42,9 @@ impl Model {
             for (c, inc) in std::mem::take(&mut self.brake.held) {
                 let ttl = self.cfg.suspicion_ttl_ms;
                 if let Some(rec) = self.clients[c].rec.as_mut() {
-                    if rec.incarnation == inc && rec.state == State::Suspected {
+                    // A renewal never shortens a window (one started since the pause may
+                    // be longer).
+                    if rec.incarnation == inc && rec.state == State::Suspected && now + ttl > rec.deadline {
                         rec.deadline = now + ttl;
                         rec.suspicion_ttl = ttl;
                     }
