@@ -24,8 +24,8 @@ use crate::sync::Arc;
 enum Target {
     /// Reserve it now (Copy/Move requests).
     Reserve(Arc<Segment>),
-    /// Already reserved by the caller (drain chose and reserved it).
-    Reserved(Arc<Segment>),
+    /// Already reserved by the caller for this many bytes (drain chose and reserved it).
+    Reserved(Arc<Segment>, u64),
 }
 
 impl MasterCore {
@@ -60,21 +60,25 @@ impl MasterCore {
         kind: TaskKind,
     ) -> Result<u64, MasterError> {
         let (target, reserved) = match target {
-            Target::Reserve(t) => (t, false),
-            Target::Reserved(t) => (t, true),
+            Target::Reserve(t) => (t, None),
+            Target::Reserved(t, size) => (t, Some(size)),
         };
-        // On a refusal a reserved target is the caller's to release.
-        let (size, tenant) = self.check_replication(shard, key, source.as_ref(), &target, reserved)?;
-        if !reserved && !target.try_reserve(key, size) {
+        // On a refusal the target's reservation, the caller's or this call's, is released
+        // exactly once, here: by `release` before the task exists, by the task's cancellation
+        // after (`settle_new_task` removes the target replica, which releases it). The caller
+        // releases nothing. (Drain used to release again after a refusal: twice on a quota
+        // refusal, found by the differential fuzz target, and twice on a re-check refusal.)
+        let checked = self.check_replication(shard, key, source.as_ref(), &target, reserved.is_some());
+        let (size, tenant) = checked.inspect_err(|_| {
+            if let Some(size) = reserved {
+                target.release(key, size);
+            }
+        })?;
+        if reserved.is_none() && !target.try_reserve(key, size) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
         if !self.try_charge(&tenant, size) {
-            // Only what this call reserved: a reserved target is the caller's to release
-            // (releasing it here too freed drain's reservation twice; found by the
-            // differential fuzz target).
-            if !reserved {
-                target.release(key, size);
-            }
+            target.release(key, size);
             return Err(MasterError::TenantQuotaExceeded);
         }
         let executor = target.owner.clone();
@@ -344,14 +348,10 @@ impl MasterCore {
         let exclude: Vec<SegmentId> = obj.replicas.iter().filter_map(Replica::segment).collect();
         let size = obj.size;
         let target = self.reserve_segments(key, size, 1, &exclude).pop()?;
-        let reserved = Target::Reserved(target.clone());
-        match self.start_replication_in(&mut shard, si, key, Some(seg.clone()), reserved, TaskKind::Move) {
-            Ok(task) => Some(task),
-            Err(_) => {
-                target.release(key, size);
-                None
-            }
-        }
+        let reserved = Target::Reserved(target, size);
+        // A refusal has released the reservation.
+        self.start_replication_in(&mut shard, si, key, Some(seg.clone()), reserved, TaskKind::Move)
+            .ok()
     }
 
     /// Offload heartbeat: an Active client with a LocalDisk registration is handed offload work
