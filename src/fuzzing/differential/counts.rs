@@ -97,12 +97,10 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub(super) fn level2_expiry(&mut self) {
-        self.level2_expiries[self.mode] += 1;
-    }
-
-    pub(super) fn multi_batch_job(&mut self) {
-        self.multi_batch_jobs[self.mode] += 1;
+    /// Adds `n` to this mode's entry of the counter `field` picks.
+    pub(super) fn bump(&mut self, field: fn(&mut Counts) -> &mut [u64; 2], n: u64) {
+        let mode = self.mode;
+        field(self)[mode] += n;
     }
 
     pub(super) fn tasks_fetched(&mut self, delivered: usize, held_back: usize) {
@@ -117,34 +115,6 @@ impl Counts {
         self.tasks_done_while_suspected[self.mode] += u64::from(accepted && suspected);
         self.offloads_done[self.mode] += u64::from(completed == Some(TaskKind::Offload));
         self.promotions_done[self.mode] += u64::from(completed == Some(TaskKind::Promote));
-    }
-
-    pub(super) fn task_done_offline(&mut self, offline: bool) {
-        self.tasks_done_offline[self.mode] += u64::from(offline);
-    }
-
-    pub(super) fn offloads_handed(&mut self, n: usize) {
-        self.offloads_handed[self.mode] += n as u64;
-    }
-
-    pub(super) fn nof_probed(&mut self, unmounted: bool) {
-        self.nof_unmounts[self.mode] += u64::from(unmounted);
-    }
-
-    pub(super) fn beside_nof(&mut self, transitions: usize) {
-        self.transitions_beside_nof[self.mode] += transitions as u64;
-    }
-
-    pub(super) fn promoted(&mut self, started: bool) {
-        self.promotions[self.mode] += u64::from(started);
-    }
-
-    pub(super) fn drained(&mut self, moves: usize) {
-        self.drain_moves[self.mode] += moves as u64;
-    }
-
-    pub(super) fn failover(&mut self, mid_job: bool) {
-        self.failovers_mid_job[self.mode] += u64::from(mid_job);
     }
 
     pub(super) fn op(&mut self, cmd: &Cmd, async_mode: bool) {
@@ -237,37 +207,29 @@ impl Counts {
 
 impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pair =
+            |f: &mut fmt::Formatter<'_>, name: &str, v: &[u64; 2]| writeln!(f, "| {name} | {} | {} |", v[0], v[1]);
         writeln!(f, "| | sync | async |")?;
         writeln!(f, "|---|---:|---:|")?;
-        writeln!(f, "| inputs | {} | {} |", self.inputs[0], self.inputs[1])?;
+        pair(f, "inputs", &self.inputs)?;
         for (i, name) in OPS.iter().enumerate() {
             writeln!(f, "| `{name}` | {} | {} |", self.ops[0][i], self.ops[1][i])?;
         }
-        writeln!(f, "| transitions | {} | {} |", self.transitions[0], self.transitions[1])?;
-        writeln!(f, "| `offboarding_retry` | {} | {} |", self.retries[0], self.retries[1])?;
-        writeln!(f, "| `offboarded` | {} | {} |", self.offboarded[0], self.offboarded[1])?;
-        writeln!(
+        pair(f, "transitions", &self.transitions)?;
+        pair(f, "`offboarding_retry`", &self.retries)?;
+        pair(f, "`offboarded`", &self.offboarded)?;
+        pair(f, "failovers with a job pending", &self.failovers_mid_job)?;
+        pair(f, "expiries of windows armed on wheel level ≥ 2", &self.level2_expiries)?;
+        pair(
             f,
-            "| failovers with a job pending | {} | {} |",
-            self.failovers_mid_job[0], self.failovers_mid_job[1]
-        )?;
-        writeln!(
-            f,
-            "| expiries of windows armed on wheel level ≥ 2 | {} | {} |",
-            self.level2_expiries[0], self.level2_expiries[1]
-        )?;
-        writeln!(
-            f,
-            "| jobs whose `metadata` step took several batches | {} | {} |",
-            self.multi_batch_jobs[0], self.multi_batch_jobs[1]
+            "jobs whose `metadata` step took several batches",
+            &self.multi_batch_jobs,
         )?;
         writeln!(
             f,
             "| mass-suspicion brake engaged / released | {} / {} | {} / {} |",
             self.brake_engaged[0], self.brake_released[0], self.brake_engaged[1], self.brake_released[1]
         )?;
-        let pair =
-            |f: &mut fmt::Formatter<'_>, name: &str, v: &[u64; 2]| writeln!(f, "| {name} | {} | {} |", v[0], v[1]);
         pair(f, "tasks delivered", &self.tasks_delivered)?;
         pair(f, "FetchTasks holding a task back", &self.fetches_holding_back)?;
         pair(f, "`task_done` accepted", &self.tasks_done)?;

@@ -102,7 +102,7 @@ pub(super) fn ev_of(m: &Master, e: &MasterEvent) -> Ev {
             suspected: *suspected,
             registered: *registered,
         },
-        other => panic!("unexpected event with the stall brake disabled: {other:?}"),
+        other => panic!("unexpected event (stall reports are taken out by the tick check): {other:?}"),
     }
 }
 

@@ -125,7 +125,7 @@ impl Real {
             .records()
             .iter()
             .any(|r| r.state() == LivenessState::Offline);
-        self.counts.failover(mid_job);
+        self.counts.bump(|c| &mut c.failovers_mid_job, u64::from(mid_job));
         if let Some(exec) = self.exec.as_mut() {
             self.counts.failovers_with_executor_jobs += u64::from(!exec.held().is_empty());
             exec.crash();
@@ -175,7 +175,8 @@ impl Real {
     fn count_reached(&mut self, events: &[MasterEvent]) {
         if self.m.nof().iter().next().is_some() {
             let transitions = events.iter().filter(|e| matches!(e, MasterEvent::Transition(_)));
-            self.counts.beside_nof(transitions.count());
+            self.counts
+                .bump(|c| &mut c.transitions_beside_nof, transitions.count() as u64);
         }
         let ids = client_ids(&self.m);
         let index = |id| ids.iter().position(|x| *x == Some(id));
@@ -185,7 +186,7 @@ impl Real {
                     let Some(c) = index(t.client) else { continue };
                     let at = self.m.liveness().clock().to_liveness_ms(t.at_ms);
                     if self.long_window[c].is_some_and(|(inc, d)| inc == t.incarnation.0 && d <= at) {
-                        self.counts.level2_expiry();
+                        self.counts.bump(|c| &mut c.level2_expiries, 1);
                         self.long_window[c] = None;
                     }
                 }
@@ -194,7 +195,7 @@ impl Real {
                 } => {
                     let Some(c) = index(*client) else { continue };
                     if self.many_keys[c] == Some(incarnation.0) {
-                        self.counts.multi_batch_job();
+                        self.counts.bump(|c| &mut c.multi_batch_jobs, 1);
                         self.many_keys[c] = None;
                     }
                 }
@@ -304,34 +305,36 @@ impl Real {
                     .map_err(MasterError::code),
             ),
             Cmd::FetchTasks { c } => {
-                let got: Vec<_> = self
-                    .m
-                    .fetch_tasks(CLIENT_NAMES[*c])
-                    .into_iter()
-                    .map(|t| (t.task, t.kind, t.key))
-                    .collect();
+                let got = task_rows(self.m.fetch_tasks(CLIENT_NAMES[*c]));
                 self.counts.tasks_fetched(got.len(), self.held_back(*c));
                 Answer::Tasks(got)
             }
             Cmd::Drain { s } => {
-                let r = self.m.drain(SEGMENT_NAMES[*s]).map_err(MasterError::code);
-                self.counts.drained(r.as_ref().map_or(0, Vec::len));
-                Answer::Drain(r.map(|v| v.into_iter().map(|t| (t.task, t.kind, t.key)).collect()))
+                let r = self
+                    .m
+                    .drain(SEGMENT_NAMES[*s])
+                    .map(task_rows)
+                    .map_err(MasterError::code);
+                self.counts
+                    .bump(|c| &mut c.drain_moves, r.as_ref().map_or(0, Vec::len) as u64);
+                Answer::Drain(r)
             }
             Cmd::NofMount { n, size } => Answer::Flag(self.m.nof().mount(NOF_NAMES[*n], *size)),
             Cmd::NofProbe { n, healthy } => {
                 let unmounted = self.m.nof().probe(NOF_NAMES[*n], *healthy);
-                self.counts.nof_probed(unmounted);
+                self.counts.bump(|c| &mut c.nof_unmounts, u64::from(unmounted));
                 Answer::Flag(unmounted)
             }
             Cmd::OffloadHeartbeat { c } => {
-                let r = self.m.offload_heartbeat(CLIENT_NAMES[*c]).map_err(MasterError::code);
-                self.counts.offloads_handed(r.as_ref().map_or(0, Vec::len));
-                Answer::Drain(r.map(|v| v.into_iter().map(|t| (t.task, t.kind, t.key)).collect()))
+                let r = self.m.offload_heartbeat(CLIENT_NAMES[*c]);
+                let r = r.map(task_rows).map_err(MasterError::code);
+                self.counts
+                    .bump(|c| &mut c.offloads_handed, r.as_ref().map_or(0, Vec::len) as u64);
+                Answer::Drain(r)
             }
             Cmd::Promote { k } => {
                 let r = self.m.promote(KEY_NAMES[*k]).map_err(MasterError::code);
-                self.counts.promoted(r.is_ok());
+                self.counts.bump(|c| &mut c.promotions, u64::from(r.is_ok()));
                 Answer::Task(r)
             }
             Cmd::TaskDone { c, id, ok } => {
@@ -339,7 +342,10 @@ impl Real {
                 let kind = self.m.tasks().get(*id).map(|t| t.kind);
                 let state = self.state_of(c);
                 let suspected = state == Some(LivenessState::Suspected);
-                self.counts.task_done_offline(state == Some(LivenessState::Offline));
+                self.counts.bump(
+                    |c| &mut c.tasks_done_offline,
+                    u64::from(state == Some(LivenessState::Offline)),
+                );
                 let r = self.m.task_done(CLIENT_NAMES[c], *id, *ok);
                 self.counts
                     .task_done(r.is_ok(), suspected, kind.filter(|_| *ok && r.is_ok()));
@@ -354,6 +360,11 @@ impl Real {
             }
         }
     }
+}
+
+/// Tasks as the answers compare them: (id, kind, key).
+fn task_rows(tasks: Vec<crate::master::TaskDesc>) -> Vec<(u64, &'static str, String)> {
+    tasks.into_iter().map(|t| (t.task, t.kind, t.key)).collect()
 }
 
 /// Runs `cmds` on a fresh master; with `check`, also on the model, comparing everything.
