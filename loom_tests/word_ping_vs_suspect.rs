@@ -14,21 +14,28 @@
 //!
 //! In both, the final word is Active with deadline exactly `ping time + active TTL`. Forbidden:
 //! the monitor reporting Suspected while the ping reports a plain refresh (the ping's deadline
-//! would have been overwritten), or a final Suspected word.
+//! would have been overwritten), or a final Suspected word. The `ping_cas_lost_to_suspect_*`
+//! models also tell apart, within "monitor first", the ping whose first load still saw Active and
+//! whose CAS failed against the commit: its recovery must be stamped no earlier than the
+//! monitor's time (the CAS-failure `Acquire` of `ClientLivenessRecord::apply_at`).
 #![cfg(loom)]
 
 mod common;
 
 use common::{
-    model_covering, race_evaluate_vs_signal, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT, SUSPICION_TTL_MS,
+    model_covering, race_evaluate_vs_signal, transitions, Gate, Master, ACTIVE_TTL_MS, CLIENT, SUSPICION_TTL_MS, TTLS,
 };
 use loom::thread;
-use mooncake_liveness::__private::loom::{record_with_word, Eval};
+use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal_at, Eval};
 use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
-use mooncake_liveness::{Incarnation, LivenessState, PingStatus};
+use mooncake_liveness::{ClientLivenessRecord, Clock, Incarnation, LivenessState, ManualClock, PingStatus};
+use std::cell::Cell;
 
 const PING_FIRST: &str = "ping first";
 const MONITOR_FIRST: &str = "monitor first";
+/// The ping's first load saw Active, its CAS failed against the suspect commit, and it
+/// recovered on the re-read word.
+const PING_CAS_LOST: &str = "ping's CAS lost to the suspect commit";
 
 /// Record level: the monitor evaluates at the deadline, the ping lands 2 ms later.
 #[test]
@@ -164,21 +171,152 @@ fn stale_ping_time_vs_suspect_rearm() {
                 MONITOR_FIRST
             });
 
-            let deadline = rec.word().deadline_ms();
             assert_eq!(rec.state(), LivenessState::Active, "{ping:?}");
-            let mut now = ACTIVE_TTL_MS;
-            loop {
-                now += 1;
-                let report = master.tick_at(now);
-                if !transitions(&report).is_empty() {
-                    break;
-                }
-            }
-            assert!(now >= deadline, "suspected at {now} before the deadline {deadline}");
-            assert!(
-                now <= deadline.max(ACTIVE_TTL_MS + 1) + 1,
-                "deadline {deadline}, suspected only at {now}"
+            assert_suspected_on_time(&mut master, &rec);
+        },
+    );
+}
+
+/// After a race that ended with `rec` Active and the clock at `ACTIVE_TTL_MS`: ticks one
+/// millisecond at a time until the monitor suspects `rec`, and checks that this happens at its
+/// deadline (not before, and at most a tick after).
+fn assert_suspected_on_time(master: &mut Master, rec: &ClientLivenessRecord) {
+    let deadline = rec.word().deadline_ms();
+    let mut now = ACTIVE_TTL_MS;
+    loop {
+        now += 1;
+        let report = master.tick_at(now);
+        if !transitions(&report).is_empty() {
+            break;
+        }
+    }
+    assert!(now >= deadline, "suspected at {now} before the deadline {deadline}");
+    assert!(
+        now <= deadline.max(ACTIVE_TTL_MS + 1) + 1,
+        "deadline {deadline}, suspected only at {now}"
+    );
+}
+
+/// A ping whose CAS fails against the monitor's suspect commit re-reads the clock, and that
+/// read must see at least the monitor's time τ: a recovery stamped earlier sets an Active
+/// deadline before τ + active TTL, the latest tick the monitor re-armed the Suspected entry for
+/// (`monitor::wake_ms`), so the client would be suspected late (invariant 4). The failed CAS's
+/// `Acquire` (`ClientLivenessRecord::apply_at`) gives the edge: it reads the monitor's commit,
+/// a release that follows the monitor's clock reading. Kills the mutant "CAS failure ordering
+/// `Acquire` → `Relaxed`" (MUTANTS.md, "Memory orderings (loom)"), which
+/// [`stale_ping_time_vs_suspect_rearm`] cannot:
+///
+/// After a failed CAS the loop calls `Backoff::spin`, which under loom is `yield_now`, and loom
+/// never lets a load return a store again that the thread had already read before its last
+/// yield while a newer one exists (so that spin loops advance; `match_load_to_stores` in loom's
+/// `rt/atomic.rs`). In that model the clock takes two values, 8 (the ping's first reading) and
+/// 10 (the monitor's), so the re-read after the yield returns 10 with or without a
+/// happens-before edge. A real clock passes through the values in between: here the monitor's
+/// thread moves it 7 → 8 → 10 (two stores), the ping's first reading is 7, and the stale value
+/// its re-read could return without the edge, 8, is one it has not read before the yield.
+///
+/// Record level, so the model can see which path the ping took: the ping's time source (the
+/// real clock) counts its calls, and two calls with a recovery mean the first CAS failed
+/// against the commit. The monitor sets the clock, reads it (τ = 10) and evaluates at τ.
+#[test]
+fn ping_cas_lost_to_suspect_rereads_clock() {
+    model_covering(
+        "ping_cas_lost_to_suspect_rereads_clock",
+        &[PING_FIRST, MONITOR_FIRST, PING_CAS_LOST],
+        |seen| {
+            let initial = Word::pack(LivenessState::Active, Seq::default(), ACTIVE_TTL_MS);
+            let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
+            let clock = std::sync::Arc::new(ManualClock::new(ACTIVE_TTL_MS - 3));
+            let gate = Gate::new();
+            let monitor = {
+                let (rec, gate, clock) = (rec.clone(), gate.clone(), clock.clone());
+                thread::spawn(move || {
+                    gate.pass();
+                    clock.set_ms(ACTIVE_TTL_MS - 2);
+                    clock.set_ms(ACTIVE_TTL_MS);
+                    let tau = clock.now_ms();
+                    (tau, evaluate(&rec, tau, TTLS, false))
+                })
+            };
+            gate.pass();
+            let reads = Cell::new(0);
+            let ping = signal_at(
+                &rec,
+                || {
+                    reads.set(reads.get() + 1);
+                    clock.now_ms()
+                },
+                TTLS,
             );
+            let (tau, eval) = monitor.join().unwrap();
+            assert_eq!(tau, ACTIVE_TTL_MS);
+            let fin = rec.word();
+            assert_eq!(fin.state(), LivenessState::Active, "monitor {eval:?}, ping {ping:?}");
+            match (&eval, &ping) {
+                (
+                    Eval::Wait(waited_on),
+                    Applied::Committed {
+                        to,
+                        change: Change::Refreshed,
+                        ..
+                    },
+                ) => {
+                    assert_eq!(waited_on, to, "monitor waited on a word other than the ping's");
+                    seen.saw(PING_FIRST);
+                }
+                (
+                    Eval::Suspected {
+                        to: suspected,
+                        change: Change::Suspected,
+                        ..
+                    },
+                    Applied::Committed {
+                        from,
+                        to,
+                        change: Change::Recovered,
+                    },
+                ) => {
+                    assert_eq!(from, suspected, "ping recovered a word the monitor did not install");
+                    assert!(
+                        to.deadline_ms() >= tau + ACTIVE_TTL_MS,
+                        "recovery stamped before the suspicion it undoes: deadline {}, suspected at {tau} \
+                         (clock reads by the ping: {})",
+                        to.deadline_ms(),
+                        reads.get()
+                    );
+                    seen.saw(match reads.get() {
+                        1 => MONITOR_FIRST,
+                        2 => PING_CAS_LOST,
+                        n => panic!("{n} clock reads for one lost CAS"),
+                    });
+                }
+                other => panic!("not a serial order of ping and suspect commit: {other:?}"),
+            }
+        },
+    );
+}
+
+/// Full stack twin of [`ping_cas_lost_to_suspect_rereads_clock`]: `Liveness::ping` against
+/// `Monitor::tick`, the clock stepping 7 → 8 → 10 on the monitor's thread before it ticks. A
+/// recovery stamped at 8 (deadline 18) would be suspected only at 20, where the monitor re-armed
+/// the entry; the client must be suspected at its deadline.
+#[test]
+fn ping_cas_lost_to_suspect_then_rearm() {
+    model_covering(
+        "ping_cas_lost_to_suspect_then_rearm",
+        &[PING_FIRST, MONITOR_FIRST],
+        |seen| {
+            let master = Master::new();
+            let rec = master.mount_new(CLIENT);
+            master.clock.set_ms(ACTIVE_TTL_MS - 3);
+            let (mut master, report, ping) = master.race_clock_steps_tick_vs_ping(&[ACTIVE_TTL_MS - 2, ACTIVE_TTL_MS]);
+            seen.saw(if transitions(&report).is_empty() {
+                PING_FIRST
+            } else {
+                MONITOR_FIRST
+            });
+            assert_eq!(rec.state(), LivenessState::Active, "{ping:?}");
+            assert_suspected_on_time(&mut master, &rec);
         },
     );
 }

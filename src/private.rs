@@ -25,6 +25,12 @@ pub mod loom {
         rec.signal(now_ms, ttls)
     }
 
+    /// A liveness signal on `rec` timed by `now`, which the CAS loop calls after each load of
+    /// the word (the first load and every failed CAS): what Ping and a successful mount run.
+    pub fn signal_at(rec: &ClientLivenessRecord, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
+        rec.signal_at(now, ttls)
+    }
+
     /// What one monitor evaluation of a record did (the crate-private `Evaluation`, made public).
     #[derive(Debug)]
     pub enum Eval {

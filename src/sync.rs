@@ -7,7 +7,14 @@
 //! - loom atomics have no `const fn new` and no `get_mut`; code that owns an atomic exclusively
 //!   uses [`unsync_load`] instead, which is a plain load under std.
 //! - Spin loops use [`Backoff`], which yields to the loom scheduler (loom's scheduler is
-//!   deliberately unfair, so a bare spin would never let the other thread run).
+//!   deliberately unfair, so a bare spin would never let the other thread run). A model-writing
+//!   caveat: after a yield, loom never lets a load return a store the thread already read
+//!   before the yield while a newer one exists (so that spins advance). A stale read after a
+//!   failed CAS is therefore only explored for a value the thread has not read yet
+//!   (`loom_tests/word_ping_vs_suspect.rs`, `ping_cas_lost_to_suspect_rereads_clock`).
+//! - Threads that wait for time sleep through [`sleep`] and bound their waits with a
+//!   [`Deadline`]: under loom (no clock) a sleep is a yield and a deadline counts the loop's own
+//!   pauses, so no `Instant` decides a branch in a model.
 //! - Memory shared through raw pointers sits in an [`UnsafeCell`] accessed only through
 //!   `with`/`with_mut` (loom's API, mirrored on the std side), so loom checks each access.
 //! - Packed words (the liveness word) live in a typed [`Atomic<T>`]: `atomic::Atomic<T>` under
@@ -246,6 +253,73 @@ pub(crate) fn prefetch<T>(r: &T) {
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
     let _ = r;
+}
+
+/// Sleeps `d` on a thread that is idle (a worker polling for work). Under loom, which has no
+/// time, it yields to the scheduler instead, so that the other threads run (the same shape as
+/// [`Backoff::snooze`]).
+pub(crate) fn sleep(d: std::time::Duration) {
+    #[cfg(not(loom))]
+    std::thread::sleep(d);
+    #[cfg(loom)]
+    {
+        let _ = d;
+        loom::thread::yield_now();
+    }
+}
+
+/// A wait bounded by a time limit: a loop polls its condition, [`Deadline::passed`] tells it when
+/// to give up, and [`Deadline::pause`] waits a millisecond between polls (the offboarding
+/// executor's shutdown drain).
+///
+/// Under std it is wall time: `passed` is `Instant::elapsed() >= limit`, `pause` sleeps 1 ms.
+/// Under loom there is no time, and an `Instant` deciding a branch would make a model depend on
+/// how fast the machine runs it; so the limit counts the pauses themselves, one per millisecond
+/// (`pause` yields to the scheduler): a loop waits at most `limit` rounds, and every branch it
+/// takes is decided by the model's own operations. A zero limit has passed at once in both.
+#[derive(Debug)]
+pub(crate) struct Deadline {
+    #[cfg(not(loom))]
+    start: std::time::Instant,
+    #[cfg(not(loom))]
+    limit: std::time::Duration,
+    #[cfg(loom)]
+    pauses_left: u128,
+}
+
+impl Deadline {
+    /// A deadline `limit` from now.
+    pub(crate) fn after(limit: std::time::Duration) -> Self {
+        Self {
+            #[cfg(not(loom))]
+            start: std::time::Instant::now(),
+            #[cfg(not(loom))]
+            limit,
+            #[cfg(loom)]
+            pauses_left: limit.as_millis(),
+        }
+    }
+
+    /// Has the limit passed (under loom: were `limit` milliseconds of pauses taken)?
+    pub(crate) fn passed(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            self.start.elapsed() >= self.limit
+        }
+        #[cfg(loom)]
+        {
+            self.pauses_left == 0
+        }
+    }
+
+    /// Waits a millisecond before the next poll (under loom: yields, and counts it).
+    pub(crate) fn pause(&mut self) {
+        #[cfg(loom)]
+        {
+            self.pauses_left = self.pauses_left.saturating_sub(1);
+        }
+        sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Exponential backoff for CAS retries and waits; yields to loom's scheduler under loom.

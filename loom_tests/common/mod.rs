@@ -10,6 +10,7 @@
 //! created inside the model closure: [`Master::new`] is called at the top of every iteration.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod executor;
 mod stack;
 
 pub use stack::{config, Seen, ACTIVE_TTL_MS, SUSPICION_TTL_MS};
@@ -239,14 +240,22 @@ impl Master {
     /// monitor moves to a spawned thread, which sets the base clock to `tick_ms` if given (else
     /// ticks at the current time) and ticks; the calling thread pings. The monitor comes back with
     /// the join, so this takes and returns the master. Returns the tick's report and the ping's.
-    pub fn race_tick_vs_ping(mut self, tick_ms: Option<u64>) -> (Self, TickReport, PingOutcome) {
+    pub fn race_tick_vs_ping(self, tick_ms: Option<u64>) -> (Self, TickReport, PingOutcome) {
+        self.race_clock_steps_tick_vs_ping(tick_ms.as_slice())
+    }
+
+    /// As [`Master::race_tick_vs_ping`], but the monitor's thread moves the base clock through
+    /// each of `steps` in turn (one `set_ms` each, so each is a separate store a racing reader
+    /// may see) and then ticks. `&[]` and `&[ms]` are `race_tick_vs_ping(None)` and `(Some(ms))`.
+    pub fn race_clock_steps_tick_vs_ping(mut self, steps: &[u64]) -> (Self, TickReport, PingOutcome) {
         let gate = Gate::new();
+        let steps = steps.to_vec();
         let monitor = {
             let (liveness, gate, mut mon) = (self.liveness.clone(), gate.clone(), self.monitor);
             let clock = self.clock.clone();
             thread::spawn(move || {
                 gate.pass();
-                if let Some(ms) = tick_ms {
+                for ms in steps {
                     clock.set_ms(ms);
                 }
                 let report = mon.tick(&liveness);

@@ -120,3 +120,15 @@
 //! cell, not arc-swap's lock-freedom: that Ping's registry lookup takes no lock is a property of
 //! arc-swap (wait-free `load`) and of the code review that only `sync.rs` names it, not of a
 //! model. The `ping/*` benches measure it.
+//!
+//! # The executor's loom models are small
+//!
+//! `offboarding::executor` builds under `--cfg loom` (its idle sleep is a yield there and its
+//! shutdown deadline counts the drain's polls, `sync::Deadline`), and three models check that a
+//! job is never lost or duplicated across shutdown, retries and a racing submit
+//! (`loom_tests/executor_*.rs`). They run one worker taking batches of one, with one or two jobs
+//! and a one-poll drain: races between workers (several sharing the consumer lock and `busy`)
+//! are argued in the executor's ground rules, not explored. The master's worker pool is not
+//! built under loom (its models drive jobs by hand), so the submit-vs-shutdown model rebuilds
+//! the pool's lock-and-`Option` handle around the real executor instead of running the pool's
+//! code.

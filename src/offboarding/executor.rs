@@ -19,6 +19,22 @@
 //!   subtracts each job once it is processed; shutdown's drain reads the queue and `busy` under
 //!   that lock, so it never sees a job neither queued nor counted. (A retry a worker took just
 //!   before the drain began is not counted: shutdown may interrupt it, and it is handed back.)
+//! - `draining` and `stop` are written only by `shutdown` (`Release`) and read by the workers
+//!   (`Acquire`). They publish no data: jobs move only under the consumer, retry-table and
+//!   returned-list mutexes, and shutdown collects those only after joining every worker (the
+//!   join is its happens-before edge with everything a worker did). A worker that reads a flag
+//!   late takes one more batch or runs one more step, which the drain or the interruption
+//!   handles, so `Relaxed` would be as correct (the executor's loom models, next rule, pass with
+//!   every ordering of this file weakened to `Relaxed`; MUTANTS.md).
+//! - `submit` borrows the executor and `shutdown` consumes it, so every submit is ordered before
+//!   the close by the types; a handle that lets several threads submit and one shut down (the
+//!   master's pool) is a lock around an `Option`, which orders them by the lock. The queue's
+//!   `PushError::Closed` therefore reaches no caller of this API today; `Full` does.
+//! - Time: the idle sleep and the drain's deadline go through `sync::sleep` and
+//!   `sync::Deadline`, so under `--cfg loom` (no clock) they are a yield and a count of polls and
+//!   no `Instant` decides a branch. The loom models `loom_tests/executor_*.rs` (shutdown drain,
+//!   retry, submit vs shutdown; one worker, batches of one) check the exactly-one-place rule on
+//!   every interleaving they reach.
 
 use super::brakes::TokenBucket;
 use super::queue::{self, Consumer, Producer, PushError};
@@ -28,11 +44,10 @@ use super::{
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::Liveness;
-use crate::sync::{thread, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{self, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Deadline, Mutex, Ordering};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Steps that can be run from several worker threads: each call locks what it needs for one
 /// bounded batch.
@@ -187,13 +202,14 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
     /// Stops accepting jobs, lets the workers drain the queue and finish the jobs they took from
     /// it until none is left or `deadline` passes, then stops them and returns every job not
     /// completed — queued, waiting for a retry, or interrupted — so the caller can persist it
-    /// (e.g. in the next snapshot).
+    /// (e.g. in the next snapshot). Under loom the deadline counts the drain's polls, one per
+    /// millisecond (`sync::Deadline`).
     pub fn shutdown(mut self, deadline: Duration) -> Vec<ClientOffboardingJob> {
-        let start = Instant::now();
+        let mut wait = Deadline::after(deadline);
         self.producer.close();
         self.inner.draining.store(true, Ordering::Release);
-        while start.elapsed() < deadline && self.inner.holds_work() {
-            thread::sleep(Duration::from_millis(1));
+        while !wait.passed() && self.inner.holds_work() {
+            wait.pause();
         }
         self.inner.stop.store(true, Ordering::Release);
         for w in self.workers.drain(..) {
@@ -244,7 +260,7 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
                 self.busy.fetch_sub(1, Ordering::Release);
             }
             if idle {
-                thread::sleep(Duration::from_millis(1));
+                sync::sleep(Duration::from_millis(1));
             }
         }
     }

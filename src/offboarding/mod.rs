@@ -71,7 +71,6 @@ pub fn prepare_client_offboarding(
 }
 
 pub mod brakes;
-#[cfg(not(loom))]
 pub mod executor;
 mod job;
 pub mod queue;
