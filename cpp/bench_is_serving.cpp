@@ -1,6 +1,8 @@
 // Google Benchmark: "may this resource serve?" through the C ABI against the designs it
 // replaces, single-threaded and with 2 threads contending on the same record:
 //   CAbiIsServing      mlv_handle_is_serving: one non-inlined call, a tag check, one acquire load
+//   WrapperIsServing   ml::Handle::is_serving (the C++ wrapper): the acquire load of the word whose
+//                      address mlv_handle_word gave once, inlined, and one compare: no call
 //   CallFloor          the same acquire load behind a non-inlined C++ call: the least any
 //                      out-of-line check can cost (what the call itself adds to the load)
 //   AtomicLoad         a plain std::atomic<uint64_t> acquire load (the floor)
@@ -19,13 +21,16 @@
 #include <shared_mutex>
 #include <unordered_set>
 
-#include "mooncake_liveness.h"
+#include "mooncake_liveness.hpp"
+
+namespace ml = mooncake_liveness;
 
 namespace {
 
 struct Fixture {
     MlvCore* core = nullptr;
     MlvHandle* handle = nullptr;
+    ml::Handle wrapped;  // a second handle of the same incarnation, in the C++ wrapper
     MlvClientId id{0, 42};
     Fixture() {
         MlvCoreOptions o{};
@@ -37,6 +42,10 @@ struct Fixture {
         if (mlv_mount_begin(core, id, 0, &m, nullptr) != MLV_OK) std::abort();
         if (mlv_mount_commit(m, nullptr, &handle) != MLV_OK) std::abort();
         mlv_set_ready(core, id, true);
+        MlvHandle* h = nullptr;
+        if (mlv_handle_get(core, id, &h) != MLV_OK) std::abort();
+        wrapped = ml::Handle(h);
+        if (!wrapped.is_serving()) std::abort();
     }
 };
 
@@ -93,6 +102,11 @@ struct OkSet {
 void CAbiIsServing(benchmark::State& state) {
     const MlvHandle* h = fixture().handle;
     for (auto _ : state) benchmark::DoNotOptimize(mlv_handle_is_serving(h));
+}
+
+void WrapperIsServing(benchmark::State& state) {
+    const ml::Handle& h = fixture().wrapped;
+    for (auto _ : state) benchmark::DoNotOptimize(h.is_serving());
 }
 
 __attribute__((noinline)) bool call_floor(const std::atomic<uint64_t>* w) {
@@ -159,6 +173,7 @@ void CAbiPing(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(CAbiIsServing)->Threads(1)->Threads(2);
+BENCHMARK(WrapperIsServing)->Threads(1)->Threads(2);
 BENCHMARK(CallFloor)->Threads(1)->Threads(2);
 BENCHMARK(AtomicLoad)->Threads(1)->Threads(2);
 BENCHMARK(CAbiBatch64)->Threads(1)->Threads(2);

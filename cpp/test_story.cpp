@@ -81,6 +81,14 @@ ml::Handle mount(const ml::Core& core, ml::ClientId id) {
     return std::move(h).value();
 }
 
+// The wrapper's inline checks (one load of the word mlv_handle_word gave) answer exactly as
+// the C ABI's calls do, in whatever state the incarnation is.
+void expect_inline_matches_calls(const ml::Handle& h) {
+    EXPECT_EQ(h.is_serving(), mlv_handle_is_serving(h.get()));
+    EXPECT_EQ(h.is_serving(), h.is_serving_call());
+    EXPECT_EQ(h.should_retain(), mlv_handle_should_retain(h.get()));
+}
+
 // Advances the manual clock by `ms` in tick-sized steps, ticking each time.
 void run_for(const ml::Core& core, uint64_t ms) {
     for (uint64_t t = 0; t < ms; t += 100) {
@@ -96,6 +104,7 @@ TEST(Story, ActiveSuspectedRecoverByPing) {
     auto core = make(rec.callbacks());
     ml::Handle h = mount(core, A);
     EXPECT_TRUE(h.is_serving());
+    expect_inline_matches_calls(h);
     EXPECT_EQ(core.ping(A).value(), ml::PingStatus::NeedRemount) << "alive but not remounted";
     ASSERT_TRUE(core.set_ready(A).ok());
     EXPECT_EQ(core.ping(A).value(), ml::PingStatus::Ok);
@@ -103,12 +112,14 @@ TEST(Story, ActiveSuspectedRecoverByPing) {
     run_for(core, 1100);
     EXPECT_FALSE(h.is_serving());
     EXPECT_TRUE(h.should_retain());
+    expect_inline_matches_calls(h);
     EXPECT_EQ(h.info().state, MLV_STATE_SUSPECTED);
     EXPECT_TRUE(rec.saw(MLV_STATE_ACTIVE, MLV_STATE_SUSPECTED, MLV_CAUSE_TIMEOUT));
     EXPECT_EQ(core.stats().suspected, 1u);
 
     EXPECT_EQ(core.ping(A, h.incarnation()).value(), ml::PingStatus::Ok);
     EXPECT_TRUE(h.is_serving());
+    expect_inline_matches_calls(h);
     EXPECT_TRUE(rec.saw(MLV_STATE_SUSPECTED, MLV_STATE_ACTIVE, MLV_CAUSE_RECOVERED_BY_PING));
     EXPECT_EQ(core.stats().recoveries, 1u);
     EXPECT_EQ(core.ping(A, 7).value(), ml::PingStatus::NeedRemount) << "stale token";
@@ -162,6 +173,7 @@ TEST(Story, OfflineCallbacksBarrierNewIncarnation) {
     run_for(core, 3200);
     EXPECT_TRUE(rec.saw(MLV_STATE_SUSPECTED, MLV_STATE_OFFLINE, MLV_CAUSE_TIMEOUT));
     EXPECT_FALSE(h.should_retain());
+    expect_inline_matches_calls(h);
     {
         std::unique_lock<std::mutex> g(gate_mu);
         ASSERT_TRUE(gate_cv.wait_for(g, std::chrono::seconds(20), [&] { return entered; }));
@@ -182,6 +194,9 @@ TEST(Story, OfflineCallbacksBarrierNewIncarnation) {
     EXPECT_EQ(h2.incarnation(), 2u);
     EXPECT_TRUE(h2.is_serving());
     EXPECT_FALSE(h.is_serving()) << "the old incarnation's handle never serves again";
+    expect_inline_matches_calls(h);
+    expect_inline_matches_calls(h2);
+    EXPECT_NE(mlv_handle_word(h.get()), mlv_handle_word(h2.get())) << "each incarnation has its own word";
 }
 
 TEST(Story, FailingStepIsRetriedAndResumes) {
@@ -275,6 +290,12 @@ TEST(Boundary, BadArgumentsGetErrorCodesNeverCrashes) {
     EXPECT_FALSE(mlv_handle_is_serving(reinterpret_cast<MlvHandle*>(foreign)));
     EXPECT_TRUE(mlv_handle_should_retain(reinterpret_cast<MlvHandle*>(foreign)));
     EXPECT_FALSE(mlv_handle_is_serving(nullptr));
+    EXPECT_EQ(mlv_handle_word(reinterpret_cast<MlvHandle*>(foreign)), nullptr);
+    EXPECT_EQ(mlv_handle_word(nullptr), nullptr);
+    ml::Handle empty;
+    EXPECT_FALSE(empty.is_serving()) << "fail closed, as the call";
+    EXPECT_TRUE(empty.should_retain()) << "fail safe, as the call";
+    EXPECT_FALSE(empty.is_serving_call());
     EXPECT_EQ(mlv_handle_release(reinterpret_cast<MlvHandle*>(foreign)), MLV_INVALID_PARAMS);
     EXPECT_EQ(mlv_mount_commit(nullptr, nullptr, nullptr), MLV_INVALID_PARAMS);
 

@@ -114,7 +114,7 @@ TEST(Stress, PingsMountsHandlesMonitorAndOffboardingTogether) {
         }
     });
     // 2 handle checkers: is_serving implies should_retain, for every handle at every read,
-    // one at a time and through the batch filter.
+    // one at a time (inline and through the call) and through the batch filter.
     for (int t = 0; t < 2; t++) {
         threads.emplace_back([&, t] {
             uint64_t i = t;
@@ -122,7 +122,8 @@ TEST(Stress, PingsMountsHandlesMonitorAndOffboardingTogether) {
                 auto h = core.handle(ml::ClientId{0, i++ % kClients});
                 if (!h.ok()) continue;
                 for (int k = 0; k < 100; k++) {
-                    bool serving = h->is_serving();
+                    // The inline load (k even) and the C ABI call (k odd).
+                    bool serving = k % 2 ? h->is_serving_call() : h->is_serving();
                     bool retain = h->should_retain();
                     if (serving && !retain) broken = true;
                 }

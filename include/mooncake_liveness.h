@@ -15,6 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// A raw liveness word below this is Active: the header-inline serving check is
+// `__atomic_load_n(mlv_handle_word(h), __ATOMIC_ACQUIRE) < MLV_WORD_ACTIVE_BELOW` (the state
+// is the word's top two bits; this header and the library are built from the same source, so
+// the constant always matches the library it is linked with).
+#define MLV_WORD_ACTIVE_BELOW 4611686018427387904ull
+
+// A raw liveness word below this is Active or Suspected: resources must be kept.
+#define MLV_WORD_RETAINED_BELOW 9223372036854775808ull
+
 // A liveness core (opaque). Made by `mlv_core_new`, freed by `mlv_core_free`.
 typedef struct MlvCore MlvCore;
 
@@ -551,6 +560,21 @@ MlvStatus mlv_handle_get(const struct MlvCore *core,
 // # Safety
 // `handle` is null or points to memory readable as an `MlvHandle` (a live handle).
 bool mlv_handle_is_serving(const struct MlvHandle *handle);
+
+// The address of this incarnation's liveness word, for a caller that checks it inline with no
+// call at all: `__atomic_load_n(w, __ATOMIC_ACQUIRE) < MLV_WORD_ACTIVE_BELOW` is exactly
+// `mlv_handle_is_serving`, `... < MLV_WORD_RETAINED_BELOW` exactly `mlv_handle_should_retain`
+// (the C++ wrapper's `Handle` does this). Null for a null or foreign handle.
+//
+// The word is 8 bytes, 8-aligned, and changes only by the library's atomic read-modify-writes:
+// read it only with an atomic load (acquire, so a reader that sees Active also sees what was
+// published before the recovery), never write it. The pointer is this incarnation's word until
+// `mlv_handle_release(handle)`; after that the memory stays valid but may hold another
+// incarnation's word, so drop the pointer with the handle. Thread-safe; wait-free.
+//
+// # Safety
+// As `mlv_handle_is_serving`.
+const uint64_t *mlv_handle_word(const struct MlvHandle *handle);
 
 // Must this incarnation's resources be kept (Active or Suspected)? One tag check and one
 // `Acquire` load. A null or foreign handle answers `true` (fail safe: never free on a bad

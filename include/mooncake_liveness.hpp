@@ -96,12 +96,13 @@ struct StepOutcome {
 class Handle {
 public:
     Handle() = default;
-    explicit Handle(MlvHandle* h) : h_(h) {}
-    Handle(Handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    explicit Handle(MlvHandle* h) : h_(h), word_(mlv_handle_word(h)) {}
+    Handle(Handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)), word_(std::exchange(o.word_, nullptr)) {}
     Handle& operator=(Handle&& o) noexcept {
         if (this != &o) {
             reset();
             h_ = std::exchange(o.h_, nullptr);
+            word_ = std::exchange(o.word_, nullptr);
         }
         return *this;
     }
@@ -109,10 +110,16 @@ public:
     Handle& operator=(const Handle&) = delete;
     ~Handle() { reset(); }
 
-    /// One tag check and one acquire load behind one call. An empty handle is not serving.
-    bool is_serving() const noexcept { return mlv_handle_is_serving(h_); }
-    /// Must this incarnation's resources be kept? An empty handle answers true (fail safe).
-    bool should_retain() const noexcept { return mlv_handle_should_retain(h_); }
+    /// May this incarnation's resources serve new work? One acquire load of the incarnation's
+    /// word, inlined here (the word's address was taken once, by mlv_handle_word, when the
+    /// handle was wrapped): no call. An empty handle is not serving.
+    bool is_serving() const noexcept { return word_ && load() < MLV_WORD_ACTIVE_BELOW; }
+    /// Must this incarnation's resources be kept? Inlined likewise. An empty handle answers
+    /// true (fail safe).
+    bool should_retain() const noexcept { return !word_ || load() < MLV_WORD_RETAINED_BELOW; }
+    /// The same answer as is_serving() through the C ABI: one tag check and one acquire load
+    /// behind one call (what a C caller without the word's address does).
+    bool is_serving_call() const noexcept { return mlv_handle_is_serving(h_); }
     MlvHandleInfo info() const {
         MlvHandleInfo i{};
         mlv_handle_info(h_, &i);
@@ -122,12 +129,16 @@ public:
     explicit operator bool() const { return h_ != nullptr; }
     const MlvHandle* get() const { return h_; }
     void reset() noexcept {
+        word_ = nullptr;  // the word is this incarnation's only while the handle is held
         if (h_) mlv_handle_release(h_);
         h_ = nullptr;
     }
 
 private:
+    uint64_t load() const noexcept { return __atomic_load_n(word_, __ATOMIC_ACQUIRE); }
+
     MlvHandle* h_ = nullptr;
+    const uint64_t* word_ = nullptr;
 };
 
 /// The allocation filter in one call: out[i] = whether handles[i] serves (a null entry, e.g. an

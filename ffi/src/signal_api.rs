@@ -274,6 +274,27 @@ pub unsafe extern "C" fn mlv_handle_is_serving(handle: *const MlvHandle) -> bool
     })
 }
 
+/// The address of this incarnation's liveness word, for a caller that checks it inline with no
+/// call at all: `__atomic_load_n(w, __ATOMIC_ACQUIRE) < MLV_WORD_ACTIVE_BELOW` is exactly
+/// `mlv_handle_is_serving`, `... < MLV_WORD_RETAINED_BELOW` exactly `mlv_handle_should_retain`
+/// (the C++ wrapper's `Handle` does this). Null for a null or foreign handle.
+///
+/// The word is 8 bytes, 8-aligned, and changes only by the library's atomic read-modify-writes:
+/// read it only with an atomic load (acquire, so a reader that sees Active also sees what was
+/// published before the recovery), never write it. The pointer is this incarnation's word until
+/// `mlv_handle_release(handle)`; after that the memory stays valid but may hold another
+/// incarnation's word, so drop the pointer with the handle. Thread-safe; wait-free.
+///
+/// # Safety
+/// As `mlv_handle_is_serving`.
+#[no_mangle]
+pub unsafe extern "C" fn mlv_handle_word(handle: *const MlvHandle) -> *const u64 {
+    guard_value(std::ptr::null(), || {
+        // SAFETY: contract.
+        unsafe { handle_ref(handle) }.map_or(std::ptr::null(), |h| h.owner.word_ptr())
+    })
+}
+
 /// Must this incarnation's resources be kept (Active or Suspected)? One tag check and one
 /// `Acquire` load. A null or foreign handle answers `true` (fail safe: never free on a bad
 /// handle). Thread-safe; wait-free.

@@ -31,6 +31,18 @@ pub const MLV_UNAVAILABLE_IN_CURRENT_MODE: MlvStatus = -1011;
 /// A snapshot was refused (truncated, corrupted, future version, inconsistent).
 pub const MLV_DESERIALIZE_FAIL: MlvStatus = -1502;
 
+/// A raw liveness word below this is Active: the header-inline serving check is
+/// `__atomic_load_n(mlv_handle_word(h), __ATOMIC_ACQUIRE) < MLV_WORD_ACTIVE_BELOW` (the state
+/// is the word's top two bits; this header and the library are built from the same source, so
+/// the constant always matches the library it is linked with).
+pub const MLV_WORD_ACTIVE_BELOW: u64 = 0x4000_0000_0000_0000_u64;
+/// A raw liveness word below this is Active or Suspected: resources must be kept.
+pub const MLV_WORD_RETAINED_BELOW: u64 = 0x8000_0000_0000_0000_u64;
+const _: () = assert!(
+    MLV_WORD_ACTIVE_BELOW == mooncake_liveness::liveness::word::ACTIVE_BELOW
+        && MLV_WORD_RETAINED_BELOW == mooncake_liveness::liveness::word::RETAINED_BELOW
+);
+
 /// Which clock a core runs on.
 pub type MlvClockKind = u32;
 /// Monotonic wall time.

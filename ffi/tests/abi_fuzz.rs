@@ -1,7 +1,8 @@
 //! Property test through the C ABI: random sequences of calls with random and bad arguments
 //! (null and foreign pointers, stale tokens, garbage configuration text and snapshots) on a
 //! manual-clock core. Properties: no call panics or crashes; every status is one the header
-//! documents; a handle that serves is retained; a committed mount's incarnation is the one
+//! documents; a handle that serves is retained; the header-inline check on `mlv_handle_word`
+//! answers as the calls; a committed mount's incarnation is the one
 //! `begin` announced; a snapshot taken at any point restores.
 
 use mooncake_liveness_ffi::*;
@@ -140,6 +141,17 @@ fn run(ops: Vec<Op>) {
                 Op::Check(i) => {
                     if let Some(&h) = handles.get(i) {
                         assert!(!mlv_handle_is_serving(h) || mlv_handle_should_retain(h));
+                        // The header-inline check on the word's address answers as the calls.
+                        let w = mlv_handle_word(h);
+                        assert!(!w.is_null() && w.is_aligned());
+                        let raw = std::sync::atomic::AtomicU64::from_ptr(w.cast_mut())
+                            .load(std::sync::atomic::Ordering::Acquire);
+                        assert_eq!(raw < MLV_WORD_ACTIVE_BELOW, mlv_handle_is_serving(h), "word {raw:#x}");
+                        assert_eq!(
+                            raw < MLV_WORD_RETAINED_BELOW,
+                            mlv_handle_should_retain(h),
+                            "word {raw:#x}"
+                        );
                         let mut info = MlvHandleInfo::default();
                         assert_eq!(mlv_handle_info(h, &mut info), MLV_OK);
                         assert!(info.state <= MLV_STATE_OFFLINE);
@@ -185,6 +197,7 @@ fn run(ops: Vec<Op>) {
                         6 => mlv_handle_get(core, id(1), null_mut()),
                         _ => {
                             assert!(!mlv_handle_is_serving(f.cast()));
+                            assert!(mlv_handle_word(f.cast()).is_null() && mlv_handle_word(null()).is_null());
                             MLV_INVALID_PARAMS
                         }
                     };

@@ -54,6 +54,24 @@ impl Owner {
         self.word().is_retained()
     }
 
+    /// The address of the word this owner reads, for an embedder that loads it itself (the C
+    /// ABI's header-inline serving check): 8 bytes, 8-aligned, written only by atomic
+    /// read-modify-writes, so the embedder must load it atomically (`Acquire`, as
+    /// [`Owner::is_serving`] does) and compare the raw value with [`word::ACTIVE_BELOW`] or
+    /// [`word::RETAINED_BELOW`](super::word::RETAINED_BELOW). It stays this incarnation's word
+    /// for as long as this `Owner` lives: the slab reuses a slot only after the record is dropped.
+    ///
+    /// [`word::ACTIVE_BELOW`]: super::word::ACTIVE_BELOW
+    #[cfg(not(loom))]
+    pub fn word_ptr(&self) -> *const u64 {
+        const _: () = assert!(
+            std::mem::size_of::<crate::sync::Atomic<Word>>() == 8
+                && std::mem::align_of::<crate::sync::Atomic<Word>>() == 8
+        );
+        // `Atomic<Word>` is `repr(transparent)` over the `repr(transparent)` `u64` `Word`.
+        std::ptr::from_ref(slab::slot(&self.word)).cast()
+    }
+
     /// The record (for identity, readiness and everything else a resource asks of its owner).
     pub fn record(&self) -> &Arc<ClientLivenessRecord> {
         &self.record

@@ -48,10 +48,12 @@ const SEQ_SHIFT: u32 = DEADLINE_BITS;
 const STATE_SHIFT: u32 = DEADLINE_BITS + SEQ_BITS;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 const DEADLINE_MASK: u64 = (1 << DEADLINE_BITS) - 1;
-/// Raw words below this are Active (state bits 00).
-const ACTIVE_BELOW: u64 = 1 << STATE_SHIFT;
+/// Raw words below this are Active (state bits 00). Public because the C ABI's header-inline
+/// serving check compares a word it loads itself against it (`MLV_WORD_ACTIVE_BELOW`).
+pub const ACTIVE_BELOW: u64 = 1 << STATE_SHIFT;
 /// Raw words below this are Active or Suspected (state bits 00 or 01): the sign bit is clear.
-const RETAINED_BELOW: u64 = 2 << STATE_SHIFT;
+/// Public for the same reason (`MLV_WORD_RETAINED_BELOW`).
+pub const RETAINED_BELOW: u64 = 2 << STATE_SHIFT;
 /// The largest representable deadline; later deadlines saturate here.
 pub const MAX_DEADLINE_MS: u64 = DEADLINE_MASK;
 
