@@ -14,8 +14,8 @@
 
 mod common;
 
-use common::executor::{account, fate, spawn, FailOnce, DRAIN};
-use common::{model_covering, Master};
+use common::executor::{fate, submit_all_then_shut_down, FailOnce};
+use common::model_covering;
 use mooncake_liveness::offboarding::Step;
 use mooncake_liveness::ClientId;
 
@@ -28,16 +28,7 @@ const WAITING: &str = "handed back: failed, waiting for its retry";
 fn failed_job_is_retried_or_handed_back() {
     let expected = [COMPLETED, WAITING, "handed back: never run", "handed back: interrupted"];
     model_covering("failed_job_is_retried_or_handed_back", &expected, |seen| {
-        let clients = [ClientId(1)];
-        let mut master = Master::new();
-        let jobs = master.offline_jobs(&clients);
-        let (exec, done) = spawn(&master, FailOnce::new(Step::Segments));
-        for job in jobs {
-            exec.submit(job).expect("an open queue with room takes the job");
-        }
-        let returned = exec.shutdown(DRAIN);
-        let completed = done.take();
-        account(&master, &clients, &completed, &returned, &[]);
+        let (completed, returned) = submit_all_then_shut_down(&[ClientId(1)], FailOnce::new(Step::Segments));
         for d in &completed {
             assert_eq!(d.attempts, 2, "{d:?}: the first attempt fails");
             seen.saw(COMPLETED);

@@ -14,8 +14,8 @@
 
 mod common;
 
-use common::executor::{account, fate, spawn, Succeed, DRAIN};
-use common::{model_covering, Master};
+use common::executor::{fate, submit_all_then_shut_down, Succeed};
+use common::model_covering;
 use mooncake_liveness::ClientId;
 
 /// Two jobs submitted, then `shutdown` with a one-poll drain, racing the one worker.
@@ -29,16 +29,7 @@ fn shutdown_completes_or_hands_back_every_job() {
         "handed back: interrupted",
     ];
     model_covering("shutdown_completes_or_hands_back_every_job", &expected, |seen| {
-        let clients = [ClientId(1), ClientId(2)];
-        let mut master = Master::new();
-        let jobs = master.offline_jobs(&clients);
-        let (exec, done) = spawn(&master, Succeed);
-        for job in jobs {
-            exec.submit(job).expect("an open queue with room takes the job");
-        }
-        let returned = exec.shutdown(DRAIN);
-        let completed = done.take();
-        account(&master, &clients, &completed, &returned, &[]);
+        let (completed, returned) = submit_all_then_shut_down(&[ClientId(1), ClientId(2)], Succeed);
         for d in &completed {
             assert_eq!(d.attempts, 1, "{d:?}: no step fails");
         }

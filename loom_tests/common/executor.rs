@@ -111,6 +111,25 @@ impl Master {
     }
 }
 
+/// The plain run: `clients` go Offline, their jobs are submitted to the real executor running
+/// `target`, then `shutdown` with a one-poll drain races the worker; every job is accounted for
+/// ([`account`]). Returns what completed and what shutdown handed back.
+pub fn submit_all_then_shut_down<T: SharedSteps>(
+    clients: &[ClientId],
+    target: T,
+) -> (Vec<Completed>, Vec<ClientOffboardingJob>) {
+    let mut master = Master::new();
+    let jobs = master.offline_jobs(clients);
+    let (exec, done) = spawn(&master, target);
+    for job in jobs {
+        exec.submit(job).expect("an open queue with room takes the job");
+    }
+    let returned = exec.shutdown(DRAIN);
+    let completed = done.take();
+    account(&master, clients, &completed, &returned, &[]);
+    (completed, returned)
+}
+
 /// How a job handed back by `shutdown` (or refused by `submit`) got there, as an outcome label.
 pub fn fate(job: &ClientOffboardingJob) -> &'static str {
     match (job.attempts(), job.last_error()) {
