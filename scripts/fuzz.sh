@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target for SECONDS each (default 60) on stable, without a sanitizer
-# (`-s none`), starting from the committed seeds in fuzz/seeds/<target>/. Installs cargo-fuzz at
-# a pinned version if it is missing or another version, and builds against the committed
+# (`-s none`), starting from the committed seeds in fuzz/seeds/<target>/ and, where a target has
+# one, the committed minimised corpus in fuzz/corpus-min/<target>/. Installs cargo-fuzz at a
+# pinned version if it is missing or another version, and builds against the committed
 # fuzz/Cargo.lock. Findings land in fuzz/artifacts/<target>/ (git-ignored); a finding that is
 # fixed becomes a seed. Exits 1 on a finding.
 #
@@ -47,9 +48,13 @@ for t in "${targets[@]}"; do
     # Build first, so a build failure stops the script instead of reading as "no finding".
     (cd fuzz && cargo fuzz build "${build_flags[@]}" "$t")
     args=(-max_total_time="$secs" -print_final_stats=1)
+    # New inputs go to the first (git-ignored) directory; the seeds and the committed minimised
+    # corpus (if the target has one) are read only.
+    dirs=("fuzz/corpus/$t" "fuzz/seeds/$t")
+    if [ -d "fuzz/corpus-min/$t" ]; then dirs+=("fuzz/corpus-min/$t"); fi
     if [ "$jobs" -gt 1 ]; then
         rm -f fuzz-*.log
-        cargo fuzz run "$t" "${build_flags[@]}" "fuzz/corpus/$t" "fuzz/seeds/$t" -- "${args[@]}" -jobs="$jobs" -workers="$jobs" \
+        cargo fuzz run "$t" "${build_flags[@]}" "${dirs[@]}" -- "${args[@]}" -jobs="$jobs" -workers="$jobs" \
             >/dev/null 2>&1 || true
         total=0
         missing=0
@@ -65,7 +70,7 @@ for t in "${targets[@]}"; do
         done
         echo "total: $total executions of $t"
     else
-        cargo fuzz run "$t" "${build_flags[@]}" "fuzz/corpus/$t" "fuzz/seeds/$t" -- "${args[@]}" 2>&1 \
+        cargo fuzz run "$t" "${build_flags[@]}" "${dirs[@]}" -- "${args[@]}" 2>&1 \
             | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|Done)' || true
     fi
     if compgen -G "fuzz/artifacts/$t/crash-*" >/dev/null || compgen -G "fuzz/artifacts/$t/timeout-*" >/dev/null \

@@ -4,10 +4,11 @@
 # (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
 # model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the import
 # check (no circle between the files of src/; scripts/check_imports.py, a second), the full
-# simulate scenario in release, the embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate, the C ABI (ffi crate tests,
-# scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan, the C++ example), the loom
-# models in their own target dir, and the conformance harness against the real mooncake_master
-# (PyPI wheel, in a network namespace of its own; ~2-3 min).
+# simulate scenario and the minimised differential corpus (fuzz/corpus-min) in release, the
+# embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate,
+# the C ABI (ffi crate tests, scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan,
+# the C++ example), the loom models in their own target dir, and the conformance harness
+# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,11 +41,12 @@ python3 scripts/check_invariant_map.py target/test-list.txt
 step "no import circle between the files of src/ (a second or two)"
 python3 scripts/check_imports.py
 
-step "the full simulate scenario (release): the qualitative story of the main job"
-cargo test --locked --release --test sim_simulate -- --ignored
+step "the full simulate scenario and the minimised differential corpus (release): the main job's story; every committed corpus input checked against the model"
+# `--features fuzzing` on both release steps, so they share one build.
+cargo test --locked --release --features fuzzing --test sim_simulate --test fuzz_smoke -- --ignored
 
 step "examples/embed.rs: the core embedded in a toy master, its story asserted (release, reuses the build above; ~1 s to run)"
-cargo run --locked --release --example embed
+cargo run --locked --release --features fuzzing --example embed
 
 step "fuzz crate builds"
 (cd fuzz && cargo check --locked --quiet)

@@ -86,3 +86,38 @@ fn differential_seeds_reach_both_modes() {
         );
     }
 }
+
+/// The committed minimised `differential` corpus (`fuzz/corpus-min/differential`: the inputs of
+/// FUZZING.md's campaigns merged by libFuzzer to the smallest set with the same coverage)
+/// replays through the checked harness with no divergence, and reaches every feature the seeds
+/// do. Thousands of inputs: `scripts/test.sh` runs it in release.
+#[test]
+#[ignore = "thousands of inputs; scripts/test.sh runs it in release"]
+fn minimised_corpus_replays_cleanly() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-min/differential");
+    let mut total = fuzzing::Counts::default();
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        let data = std::fs::read(&path).unwrap();
+        // The checked run (model comparison), then the full body (determinism: a second run).
+        total.add(&fuzzing::differential_counts(&data));
+        fuzzing::differential(&data);
+        n += 1;
+    }
+    assert!(n > 1_000, "only {n} inputs in {}", dir.display());
+    for mode in 0..2 {
+        assert!(
+            total.offboarded[mode] > 0
+                && total.level2_expiries[mode] > 0
+                && total.brake_engaged[mode] > 0
+                && total.tasks_delivered[mode] > 0
+                && total.drain_moves[mode] > 0
+                && total.promotions_done[mode] > 0
+                && total.nof_unmounts[mode] > 0
+                && total.stalls_credited[mode] > 0
+                && total.tasks_done_offline[mode] > 0,
+            "{total}"
+        );
+    }
+}
