@@ -28,7 +28,7 @@ use common::{
 use loom::thread;
 use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal_at, Eval};
 use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
-use mooncake_liveness::{ClientLivenessRecord, Clock, Incarnation, LivenessState, ManualClock, PingStatus};
+use mooncake_liveness::{ClientLivenessRecord, Clock, Incarnation, LivenessState, ManualClock, PingStatus, TickReport};
 use std::cell::Cell;
 
 const PING_FIRST: &str = "ping first";
@@ -165,16 +165,22 @@ fn stale_ping_time_vs_suspect_rearm() {
             master.clock.set_ms(PING_AT);
             // The monitor's clock reaches the deadline only once it has crossed the gate.
             let (mut master, report, ping) = master.race_tick_vs_ping(Some(ACTIVE_TTL_MS));
-            seen.saw(if transitions(&report).is_empty() {
-                PING_FIRST
-            } else {
-                MONITOR_FIRST
-            });
+            seen.saw(who_won(&report));
 
             assert_eq!(rec.state(), LivenessState::Active, "{ping:?}");
             assert_suspected_on_time(&mut master, &rec);
         },
     );
+}
+
+/// Which side of a tick-vs-ping race committed first: the tick committed nothing if the ping
+/// refreshed the client before it.
+fn who_won(report: &TickReport) -> &'static str {
+    if transitions(report).is_empty() {
+        PING_FIRST
+    } else {
+        MONITOR_FIRST
+    }
 }
 
 /// After a race that ended with `rec` Active and the clock at `ACTIVE_TTL_MS`: ticks one
@@ -310,11 +316,7 @@ fn ping_cas_lost_to_suspect_then_rearm() {
             let rec = master.mount_new(CLIENT);
             master.clock.set_ms(ACTIVE_TTL_MS - 3);
             let (mut master, report, ping) = master.race_clock_steps_tick_vs_ping(&[ACTIVE_TTL_MS - 2, ACTIVE_TTL_MS]);
-            seen.saw(if transitions(&report).is_empty() {
-                PING_FIRST
-            } else {
-                MONITOR_FIRST
-            });
+            seen.saw(who_won(&report));
             assert_eq!(rec.state(), LivenessState::Active, "{ping:?}");
             assert_suspected_on_time(&mut master, &rec);
         },
@@ -357,11 +359,7 @@ fn suspected_count_vs_recovering_ping() {
             assert!(count <= 1, "suspected_count {count} after {ping:?}");
             let report = monitor.join().unwrap();
             assert_eq!(master.liveness.suspected_count(), 0, "the client is Active");
-            seen.saw(if transitions(&report).is_empty() {
-                PING_FIRST
-            } else {
-                MONITOR_FIRST
-            });
+            seen.saw(who_won(&report));
         },
     );
 }
