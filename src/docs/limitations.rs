@@ -106,11 +106,15 @@
 //!
 //! Every record's word lives in one process-wide slab of cache lines, eight words to a line
 //! (`liveness/slab.rs`), so resources holding an `Owner` check their owners on dense lines. The
-//! slab never returns memory (it grows to the peak number of live records, 8 bytes each, in
-//! 32 KiB chunks); eight clients share a line, so one client's Ping invalidates it for readers
+//! slab never returns memory (it grows to the peak number of live records, 16 bytes each: the
+//! word and, in a separate half of its 64 KiB chunk, the tag an `Owner` finds its record by);
+//! eight clients share a line, so one client's Ping invalidates it for readers
 //! of the seven others (a few writes a second per line at Mooncake's ping rate); creating and
 //! dropping a record takes the slab's lock (mounts and offboarding, never the hot path). Under
-//! loom each word is its own `Arc`: the models check the protocols on the word, not its placement.
+//! loom each word is its own `Arc` and an `Owner` holds the record's `Arc` beside it: the models
+//! check the protocols on the word, not its placement or the one-pointer `Owner` (its count and
+//! its tag are covered by `owner.rs`'s and `slab.rs`'s unit tests, the master's tests and the
+//! fuzzers, which build the normal representation).
 //!
 //! # loom cannot see inside arc-swap
 //!

@@ -9,6 +9,7 @@
 //! | registry publish → Ping lookup | arc-swap `store` (SeqCst inside arc-swap) under the shard writer mutex | arc-swap `load` | readers see a complete map, old or new. |
 //! | stall credit → signals | `fetch_add` `AcqRel` (monitor only) | `Acquire` load | a signal that misses a just-added credit stores a deadline later than needed: in the client's favour. |
 //! | record created → its word's first value | word slab `store` `Relaxed`, then the record's `Arc` published (registry: arc-swap, a mount's own synchronization) | any load through the record or an `Owner` | the store precedes the publication in program order, and every reader reached the record through that publication. A slot freed by one record and reused by the next passes through the slab's mutex, so the new store follows every access of the old record. |
+//! | `Owner::new` → the slot's tag (the record's address) | `store` `Relaxed` | `Owner::record`, `clone`, `drop` (`load` `Relaxed`) | a thread reads the tag only through an `Owner` it holds, which reached it after `Owner::new`'s store (whatever moved the `Owner` orders them); every store while the record lives writes the same address, and the slab clears it only once the record is dropped, i.e. after every `Owner`'s last read. |
 //! | readiness | `store` `Release` (ReMount) | `load` `Acquire` (Ping) | independent of liveness; no ordering with the word is needed (invariant 8). |
 //!
 //! No operation needs a total order across different records, so none of our own operations

@@ -1,45 +1,160 @@
 //! `Owner`: how a client-owned resource (a segment, a replica) holds the incarnation that owns it.
 //!
-//! An `Owner` is the record's `Arc` plus a direct reference to the record's word in the word
-//! slab (`slab.rs`). The serving check reads the word through that reference: one load from the
-//! slab's dense lines, without first loading the record's line. The `Arc` keeps the record, and
-//! so the slot, alive for as long as the `Owner` exists (the slot is freed only by the record's
-//! `Drop`), and keeps identity: a later incarnation is a different record with a different slot,
-//! so a resource can never serve for a newer incarnation (invariant 13).
+//! An `Owner` is one pointer: a reference to the record's word in the word slab (`slab.rs`). The
+//! serving check reads the word through it: one load from the slab's dense lines, without first
+//! loading the record's line. The `Owner` also holds one strong count of the record's `Arc`; the
+//! record's address sits in the slot's tag (beside the slab's chunk), where [`Owner::record`]
+//! finds it. The count keeps the record, and so the slot, alive for as long as the `Owner`
+//! exists (the slot is freed only by the record's `Drop`), and keeps identity: a later
+//! incarnation is a different record with a different slot, so a resource can never serve for
+//! a newer incarnation (invariant 13).
+//!
+//! **Why one pointer.** A router's resources are scanned back to back; with the record's `Arc`
+//! beside the word reference a resource was 8 bytes larger (24 bytes in `eligibility/word`, a
+//! 24 KiB array for 1,024 replicas), and the check ran 1.16–1.28× its floor where the same
+//! words behind 16-byte resources ran 1.07–1.19× (BENCHMARKS.md, issue 18).
 //!
 //! # Ground rules
 //!
-//! - **Who writes.** Nobody, through an `Owner`: it only loads (`Acquire`, as
+//! - **Who writes.** The word: nobody, through an `Owner`: it only loads (`Acquire`, as
 //!   [`ClientLivenessRecord::is_serving`] does; the record's ground rules say why it suffices).
-//!   Both fields are immutable after construction.
-//! - **What may block what.** Nothing: a load, no lock.
+//!   The tag: [`Owner::new`] stores the record's address (`Relaxed`), and the slab clears it
+//!   when the record is dropped. Every store while the record lives writes the same value.
+//! - **Why `Relaxed` suffices for the tag.** A thread reads the tag only through an `Owner` it
+//!   holds. That `Owner` was made by `Owner::new` (which stored the address) and reached
+//!   the thread by whatever synchronisation moved it, so the store happens-before the read; the
+//!   only later store is the slab's clear, which needs the record dropped, which needs every
+//!   `Owner` gone. A slot passes from a dropped record to a new one through the slab's lock, so
+//!   the new record's `Owner::new` is ordered after the old one's last read.
+//! - **The count.** Each `Owner` owns exactly one strong count of its record's `Arc`: taken
+//!   from the `Arc` given to [`Owner::new`], added by `clone`, given back by `drop`.
+//! - **What may block what.** Nothing: loads and `Arc` counts, no lock.
+//! - **Under loom** an `Owner` holds the record's `Arc` beside the word's `Arc` (loom's slab is
+//!   a word per `Arc`, with no tags): the models check the protocols, not the representation.
 
 use super::record::ClientLivenessRecord;
-use super::slab::{self, WordRef};
+use super::slab;
 use super::word::Word;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, Atomic, Ordering};
 use std::fmt;
 use std::ops::Deref;
 
-/// A resource's owner: its incarnation's record and a direct reference to that record's word.
-pub struct Owner {
-    word: WordRef,
-    record: Arc<ClientLivenessRecord>,
+#[cfg(not(loom))]
+mod repr {
+    use super::*;
+    use crate::liveness::slab::WordRef;
+
+    /// The word's slot; the record's address is in the slot's tag.
+    pub struct Owner {
+        word: WordRef,
+    }
+
+    const _: () = assert!(std::mem::size_of::<Owner>() == std::mem::size_of::<usize>());
+
+    impl Owner {
+        pub(super) fn from_arc(record: Arc<ClientLivenessRecord>) -> Self {
+            let word = record.word_ref();
+            let tag = slab::tag(&word);
+            // Owners are made when a resource first binds a record (a segment's mount, a restored
+            // LocalDisk); the replicas that follow clone one, so this store is not on a hot path.
+            tag.store(Arc::into_raw(record).cast_mut().cast(), Ordering::Relaxed);
+            Self { word }
+        }
+
+        #[inline(always)]
+        pub(super) fn slot(&self) -> &Atomic<Word> {
+            slab::slot(&self.word)
+        }
+
+        /// The record's address, from `Arc::into_raw` (the module's ground rules say why the
+        /// tag holds it).
+        fn record_ptr(&self) -> *const ClientLivenessRecord {
+            slab::tag(&self.word).load(Ordering::Relaxed).cast_const().cast()
+        }
+
+        pub(super) fn record_ref(&self) -> &ClientLivenessRecord {
+            // SAFETY: `self` owns a strong count of the record at this address, so it is alive
+            // for at least as long as the borrow of `self`.
+            unsafe { &*self.record_ptr() }
+        }
+
+        pub(super) fn arc(&self) -> Arc<ClientLivenessRecord> {
+            let at = self.record_ptr();
+            // SAFETY: `at` came from `Arc::into_raw` and `self`'s count keeps it alive; the
+            // count added here is the one the returned `Arc` owns.
+            unsafe {
+                Arc::increment_strong_count(at);
+                Arc::from_raw(at)
+            }
+        }
+    }
+
+    impl Clone for Owner {
+        fn clone(&self) -> Self {
+            // SAFETY: as in `to_arc`; the count added is the new `Owner`'s.
+            unsafe { Arc::increment_strong_count(self.record_ptr()) };
+            Self {
+                word: slab::share(&self.word),
+            }
+        }
+    }
+
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            // SAFETY: gives back the count this `Owner` owns; the address is read before the
+            // record (and with it the slot's tag) may go.
+            unsafe { Arc::decrement_strong_count(self.record_ptr()) };
+        }
+    }
 }
 
-impl Owner {
-    /// The owner `record` (one reference to its word is taken; no allocation).
-    pub fn new(record: Arc<ClientLivenessRecord>) -> Self {
-        Self {
-            word: record.word_ref(),
-            record,
+#[cfg(loom)]
+mod repr {
+    use super::*;
+    use crate::liveness::slab::WordRef;
+
+    /// Under loom: the word's `Arc` and the record's `Arc`.
+    #[derive(Clone)]
+    pub struct Owner {
+        word: WordRef,
+        record: Arc<ClientLivenessRecord>,
+    }
+
+    impl Owner {
+        pub(super) fn from_arc(record: Arc<ClientLivenessRecord>) -> Self {
+            Self {
+                word: record.word_ref(),
+                record,
+            }
         }
+
+        pub(super) fn slot(&self) -> &Atomic<Word> {
+            slab::slot(&self.word)
+        }
+
+        pub(super) fn record_ref(&self) -> &ClientLivenessRecord {
+            &self.record
+        }
+
+        pub(super) fn arc(&self) -> Arc<ClientLivenessRecord> {
+            Arc::clone(&self.record)
+        }
+    }
+}
+
+/// A resource's owner: a reference to its incarnation's word that also keeps the record.
+pub use repr::Owner;
+
+impl Owner {
+    /// The owner `record` (takes over `record`'s count; no allocation).
+    pub fn new(record: Arc<ClientLivenessRecord>) -> Self {
+        Self::from_arc(record)
     }
 
     /// The owner's current word (one `Acquire` load from the slab).
     #[inline]
     pub fn word(&self) -> Word {
-        self.word.load(Ordering::Acquire)
+        self.slot().load(Ordering::Acquire)
     }
 
     /// May the owner's resources serve new work? One `Acquire` load and a compare.
@@ -64,26 +179,25 @@ impl Owner {
     /// [`word::ACTIVE_BELOW`]: super::word::ACTIVE_BELOW
     #[cfg(not(loom))]
     pub fn word_ptr(&self) -> *const u64 {
-        const _: () = assert!(
-            std::mem::size_of::<crate::sync::Atomic<Word>>() == 8
-                && std::mem::align_of::<crate::sync::Atomic<Word>>() == 8
-        );
+        const _: () = assert!(std::mem::size_of::<Atomic<Word>>() == 8 && std::mem::align_of::<Atomic<Word>>() == 8);
         // `Atomic<Word>` is `repr(transparent)` over the `repr(transparent)` `u64` `Word`.
-        std::ptr::from_ref(slab::slot(&self.word)).cast()
+        std::ptr::from_ref(self.slot()).cast()
     }
 
     /// The record (for identity, readiness and everything else a resource asks of its owner).
-    pub fn record(&self) -> &Arc<ClientLivenessRecord> {
-        &self.record
+    /// Reads the record's address from the slot's tag: one load more than the serving check.
+    pub fn record(&self) -> &ClientLivenessRecord {
+        self.record_ref()
     }
-}
 
-impl Clone for Owner {
-    fn clone(&self) -> Self {
-        Self {
-            word: slab::share(&self.word),
-            record: Arc::clone(&self.record),
-        }
+    /// A new `Arc` of the record (one strong count more).
+    pub fn to_arc(&self) -> Arc<ClientLivenessRecord> {
+        self.arc()
+    }
+
+    /// Is this owner the incarnation `record` (the same record, not merely the same client)?
+    pub fn is(&self, record: &ClientLivenessRecord) -> bool {
+        std::ptr::eq(self.record(), record)
     }
 }
 
@@ -94,16 +208,16 @@ impl From<Arc<ClientLivenessRecord>> for Owner {
 }
 
 impl Deref for Owner {
-    type Target = Arc<ClientLivenessRecord>;
+    type Target = ClientLivenessRecord;
 
     fn deref(&self) -> &Self::Target {
-        &self.record
+        self.record()
     }
 }
 
 impl fmt::Debug for Owner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.record, f)
+        fmt::Debug::fmt(self.record(), f)
     }
 }
 
@@ -137,12 +251,61 @@ mod tests {
         assert!(!owner.should_retain() && !copy.should_retain());
         assert_eq!(owner.word(), rec.word());
         assert_eq!((owner.client(), owner.incarnation()), (ClientId(3), Incarnation(2)));
-        assert!(Arc::ptr_eq(owner.record(), &rec));
+        assert!(owner.is(&rec) && std::ptr::eq(owner.record(), &*rec));
         assert_eq!(
             format!("{owner:?}"),
             format!("{:?}", *rec),
             "an Owner prints as its record"
         );
+    }
+
+    #[test]
+    fn each_owner_holds_one_count_and_the_last_one_drops_the_record() {
+        let rec = Arc::new(ClientLivenessRecord::new(
+            ClientId(4),
+            Incarnation(1),
+            0,
+            TTLS.active_ms,
+        ));
+        let weak = Arc::downgrade(&rec);
+        let owner = Owner::new(Arc::clone(&rec));
+        let copy = owner.clone();
+        let arc = copy.to_arc();
+        assert_eq!(
+            Arc::strong_count(&rec),
+            4,
+            "the record, two owners, one Arc from an owner"
+        );
+        assert!(Arc::ptr_eq(&arc, &rec) && copy.is(&rec));
+        drop((arc, rec, owner));
+        assert_eq!(weak.strong_count(), 1, "the copy alone keeps the record");
+        assert_eq!(copy.incarnation(), Incarnation(1));
+        drop(copy);
+        assert!(weak.upgrade().is_none(), "the last owner dropped the record");
+    }
+
+    #[test]
+    fn an_owner_of_a_reused_slot_names_the_new_record() {
+        let mut reused = 0;
+        for n in 1..=1_000 {
+            let old = Arc::new(ClientLivenessRecord::new(
+                ClientId(5),
+                Incarnation(n),
+                0,
+                TTLS.active_ms,
+            ));
+            let old_word = Owner::new(old).word_ptr();
+            let new = Arc::new(ClientLivenessRecord::new(
+                ClientId(6),
+                Incarnation(n),
+                0,
+                TTLS.active_ms,
+            ));
+            let owner = Owner::new(Arc::clone(&new));
+            reused += usize::from(owner.word_ptr() == old_word);
+            assert!(owner.is(&new) && owner.client() == ClientId(6) && owner.incarnation() == Incarnation(n));
+        }
+        assert!(reused > 0, "the slab hands a freed slot out again (LIFO)");
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!   recovery. Readers never need a total order across records, so no `SeqCst`.
 //! - **`ready`** (remount readiness) is an independent axis (invariant 8): written by the
 //!   master's ReMount path (`Release`), read by Ping (`Acquire`); it never decides serving.
-//! - **Identity** (`client`, `incarnation`) is immutable. Resources keep the `Arc` of the record
+//! - **Identity** (`client`, `incarnation`) is immutable. Resources keep a count of the record
 //!   that created them, so a later incarnation is a different record and can never make them
 //!   serve again (invariant 13).
 //!
@@ -260,7 +260,7 @@ impl ClientLivenessRecord {
 }
 
 impl Drop for ClientLivenessRecord {
-    /// The last reference is gone (every `Owner` holds the record's `Arc`): the slot is free.
+    /// The last reference is gone (every `Owner` holds a strong count of the record): the slot is free.
     fn drop(&mut self) {
         slab::release(&self.word);
     }

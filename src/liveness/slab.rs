@@ -22,15 +22,19 @@
 //!   a slot handed from a freed record to a new one passes through the lock (happens-before), so
 //!   the new record's first store is ordered after every access of the old one.
 //! - **No reference outlives its record.** A slot is reachable only through the record (private
-//!   field) or an [`Owner`](super::Owner), which holds the record's `Arc` beside the slot's
-//!   reference. Both are safe code: slots are `&'static` because chunks are leaked, never freed.
+//!   field) or an [`Owner`](super::Owner), which holds a strong count of the record beside the
+//!   slot's reference. Slots are `&'static` because chunks are leaked, never freed.
+//! - **Tags.** Each slot has a pointer-sized tag in the second half of its chunk, at a fixed
+//!   distance from the slot ([`tag`]), so a bare slot reference finds it: `Owner::new` stores the
+//!   record's address there and [`release`] clears it (`owner.rs`'s ground rules give the
+//!   orderings). The tags are on lines of their own: storing one never disturbs a word's line.
 //! - **What may block what.** Only record creation and drop take the lock, never each other's
 //!   readers: a load or CAS of a word never touches the slab's lock.
 //!
 //! # Limitations
 //!
-//! - Memory is never returned: the slab grows to the peak number of live records (8 bytes each;
-//!   1M clients, 8 MiB) in chunks of 4,096 words and keeps it.
+//! - Memory is never returned: the slab grows to the peak number of live records (16 bytes each,
+//!   word and tag; 1M clients, 16 MiB) in chunks of 4,096 slots (64 KiB) and keeps it.
 //! - Eight clients share a line: a Ping (one CAS) invalidates the line in other cores' caches for
 //!   the seven neighbours' readers. At Mooncake's ping rate (about one per client per second) a
 //!   line sees a few writes a second; a router reads it millions of times. Correctness never
@@ -44,7 +48,8 @@ use crate::sync::Atomic;
 #[cfg(not(loom))]
 mod imp {
     use super::*;
-    use crate::sync::{Mutex, Ordering};
+    use crate::sync::{AtomicPtr, Mutex, Ordering};
+    use std::mem::{offset_of, size_of};
 
     /// A reference to one slot of the slab.
     pub(crate) type WordRef = &'static Atomic<Word>;
@@ -55,6 +60,21 @@ mod imp {
     /// Eight words on one 64-byte line.
     #[repr(C, align(64))]
     struct Line([Atomic<Word>; 8]);
+
+    /// A chunk: its words, eight to a line, then one tag per word. Slot `i`'s tag is at slot
+    /// `i`'s address plus [`TAGS_AFTER`], so a bare reference to a slot finds its tag.
+    #[repr(C)]
+    struct Chunk {
+        lines: [Line; CHUNK_WORDS / 8],
+        tags: [AtomicPtr<()>; CHUNK_WORDS],
+    }
+
+    /// How far a slot's tag lies after the slot.
+    const TAGS_AFTER: usize = offset_of!(Chunk, tags);
+    const _: () = assert!(
+        TAGS_AFTER == CHUNK_WORDS * size_of::<Atomic<Word>>()
+            && size_of::<Atomic<Word>>() == size_of::<AtomicPtr<()>>()
+    );
 
     /// A slab: free slots, popped from the end. A fresh chunk is pushed in reverse, so records
     /// created one after another get consecutive words.
@@ -85,19 +105,32 @@ mod imp {
             slot
         }
 
-        /// Returns a slot whose record was dropped.
+        /// Returns a slot whose record was dropped; its tag is cleared first.
         pub(super) fn free(&self, slot: WordRef) {
+            tag(&slot).store(std::ptr::null_mut(), Ordering::Relaxed);
             self.free.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
         }
     }
 
-    /// Leaks a new chunk and returns its slots in address order.
+    /// Leaks a new chunk and returns its slots in address order. The chunk's address is
+    /// exposed, so [`tag`] may reach it from a slot's address.
     fn chunk() -> impl DoubleEndedIterator<Item = WordRef> {
-        let lines: Vec<Line> = (0..CHUNK_WORDS / 8)
-            .map(|_| Line(std::array::from_fn(|_| Atomic::new(Word::from_raw(0)))))
-            .collect();
-        let lines: &'static [Line] = Vec::leak(lines);
-        lines.iter().flat_map(|line| line.0.iter())
+        let mut chunk = Box::<Chunk>::new_uninit();
+        let at = chunk.as_mut_ptr();
+        for i in 0..CHUNK_WORDS / 8 {
+            let line = Line(std::array::from_fn(|_| Atomic::new(Word::from_raw(0))));
+            // SAFETY: `at` points to the box's (uninitialised, exclusively owned) `Chunk`, and
+            // `i` is in bounds: writing a field in place initialises it without reading it.
+            unsafe { std::ptr::addr_of_mut!((*at).lines[i]).write(line) };
+        }
+        for i in 0..CHUNK_WORDS {
+            // SAFETY: as above, for the tags.
+            unsafe { std::ptr::addr_of_mut!((*at).tags[i]).write(AtomicPtr::new(std::ptr::null_mut())) };
+        }
+        // SAFETY: the loops above initialised every field of the `Chunk`.
+        let chunk: &'static Chunk = Box::leak(unsafe { chunk.assume_init() });
+        let _ = std::ptr::from_ref(chunk).expose_provenance();
+        chunk.lines.iter().flat_map(|line| line.0.iter())
     }
 
     /// A slot of the process's slab holding `word`, for a new record.
@@ -120,6 +153,18 @@ mod imp {
     #[inline(always)]
     pub(crate) fn slot(slot: &WordRef) -> &Atomic<Word> {
         slot
+    }
+
+    /// The slot's tag: one pointer beside the chunk for whoever holds the slot (the `Owner`s of
+    /// its record keep the record's address there). Null while the slot is free.
+    #[inline]
+    pub(crate) fn tag(slot: &WordRef) -> &'static AtomicPtr<()> {
+        let at = std::ptr::from_ref(*slot).addr() + TAGS_AFTER;
+        // SAFETY: every slot is in the `lines` of a `Chunk` leaked by `chunk()`, which exposed
+        // the chunk's provenance and never frees it; `TAGS_AFTER` past slot `i` is `tags[i]` of
+        // the same chunk (the assertion beside `TAGS_AFTER`), an initialised `AtomicPtr` only
+        // ever accessed atomically, so a shared `'static` reference to it is sound.
+        unsafe { &*std::ptr::with_exposed_provenance::<AtomicPtr<()>>(at) }
     }
 }
 
@@ -184,6 +229,34 @@ mod tests {
         assert_eq!(addr(c), addr(a));
         assert_eq!(c.load(Ordering::Acquire), w(3));
         assert_eq!(b.load(Ordering::Acquire), w(2));
+    }
+
+    #[test]
+    fn each_slot_has_its_own_tag_and_freeing_clears_it() {
+        let slab = Slab::new();
+        let (a, b) = (slab.alloc(w(1)), slab.alloc(w(2)));
+        let (x, y) = (
+            std::ptr::dangling_mut::<u32>().cast::<()>(),
+            std::ptr::dangling_mut::<u64>().cast::<()>(),
+        );
+        tag(&a).store(x, Ordering::Relaxed);
+        tag(&b).store(y, Ordering::Relaxed);
+        let tag_addr = |s: &WordRef| std::ptr::from_ref(tag(s)) as usize;
+        assert_eq!(
+            tag_addr(&b) - tag_addr(&a),
+            addr(b) - addr(a),
+            "tags are laid out as the words"
+        );
+        assert!(
+            tag_addr(&a) >= addr(a) + CHUNK_WORDS * 8,
+            "tags lie after the chunk's words"
+        );
+        slab.free(a);
+        assert!(
+            tag(&a).load(Ordering::Relaxed).is_null(),
+            "a free slot's tag is cleared"
+        );
+        assert_eq!(tag(&b).load(Ordering::Relaxed), y, "its neighbour's is not");
     }
 
     #[test]

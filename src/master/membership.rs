@@ -146,11 +146,10 @@ impl MasterCore {
                 return Err(MasterError::InvalidParams);
             }
             // A segment this client already holds must belong to this very incarnation.
-            if specs.iter().any(|s| {
-                segments
-                    .by_name(&s.segment)
-                    .is_some_and(|seg| !Arc::ptr_eq(&seg.owner, rec))
-            }) {
+            if specs
+                .iter()
+                .any(|s| segments.by_name(&s.segment).is_some_and(|seg| !seg.owner.is(rec)))
+            {
                 return Err(MasterError::InvalidParams);
             }
             let added = add_segments(&mut segments, rec, &client_name, specs);
@@ -269,7 +268,7 @@ impl MasterCore {
         let outcome = self.live.mount(id, None, |rec| {
             let mut disks = lock(&self.local_disks);
             match disks.get(&id) {
-                Some(d) if Arc::ptr_eq(&d.owner, rec) => Ok(false),
+                Some(d) if d.owner.is(rec) => Ok(false),
                 Some(_) => Err(MasterError::InvalidParams),
                 None => {
                     disks.insert(

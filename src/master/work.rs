@@ -17,7 +17,7 @@ use super::shard::Shard;
 use super::task::{Task, TaskKind};
 use super::{lock, MasterCore, MasterError, Refunds, TaskDesc};
 use crate::eligibility::{self, Purpose};
-use crate::liveness::{ClientId, ClientLivenessRecord};
+use crate::liveness::{ClientId, ClientLivenessRecord, Owner};
 use crate::sync::Arc;
 
 /// Where a new replication gets its target space.
@@ -202,7 +202,7 @@ impl MasterCore {
     fn task_owned_by(&self, task: u64, rec: &Arc<ClientLivenessRecord>) -> Result<(usize, String), MasterError> {
         let tasks = lock(&self.tasks);
         let t = tasks.get(task).ok_or(MasterError::TaskNotFound)?;
-        if !Arc::ptr_eq(&t.executor, rec) {
+        if !t.executor.is(rec) {
             return Err(MasterError::IllegalClient);
         }
         Ok((t.shard, t.key.clone()))
@@ -257,17 +257,11 @@ impl MasterCore {
 
     /// An offload completed by an executor that was committed Offline after it was accepted:
     /// its sweep may have passed this key already, so the new LocalDisk replica goes now.
-    fn settle_offload(
-        &self,
-        shard: &mut Shard,
-        key: &str,
-        executor: &Arc<ClientLivenessRecord>,
-        refunds: &mut Refunds,
-    ) {
+    fn settle_offload(&self, shard: &mut Shard, key: &str, executor: &ClientLivenessRecord, refunds: &mut Refunds) {
         if eligibility::accepts_callbacks(executor) {
             return;
         }
-        let gone = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, executor));
+        let gone = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if owner.is(executor));
         self.remove_replicas_in(shard, key, gone, refunds);
     }
 
@@ -374,7 +368,7 @@ impl MasterCore {
         Ok(self.deliver(id, true))
     }
 
-    fn admit_offloads(&self, id: ClientId, owner: &Arc<ClientLivenessRecord>) {
+    fn admit_offloads(&self, id: ClientId, owner: &Owner) {
         let mut candidates = Vec::new();
         for seg in self.segments().owned_by(id) {
             let keys: Vec<String> = seg.alloc().keys.iter().cloned().collect();
@@ -402,7 +396,7 @@ impl MasterCore {
         })
     }
 
-    fn admit_offload(&self, id: ClientId, owner: &Arc<ClientLivenessRecord>, key: &str) {
+    fn admit_offload(&self, id: ClientId, owner: &Owner, key: &str) {
         let si = self.shards.index_of(key);
         let mut shard = self.shards.lock(si);
         let Some(obj) = shard.objects.get(key) else {
@@ -423,7 +417,7 @@ impl MasterCore {
         }
         {
             let mut disks = lock(&self.local_disks);
-            let Some(disk) = disks.get_mut(&id).filter(|d| Arc::ptr_eq(&d.owner, owner)) else {
+            let Some(disk) = disks.get_mut(&id).filter(|d| d.owner.is(owner)) else {
                 return;
             };
             if disk.used.saturating_add(size) > disk.capacity {
@@ -431,7 +425,7 @@ impl MasterCore {
             }
             disk.used += size;
         }
-        let task = lock(&self.tasks).submit(TaskKind::Offload, key, owner.clone().into(), None, None, si);
+        let task = lock(&self.tasks).submit(TaskKind::Offload, key, owner.clone(), None, None, si);
         if let Some(o) = shard.objects.get_mut(key) {
             o.tier_task = Some(task);
         }

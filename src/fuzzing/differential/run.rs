@@ -162,7 +162,7 @@ impl Real {
                     .segments()
                     .owned_by(rec.client())
                     .iter()
-                    .filter(|s| crate::sync::Arc::ptr_eq(&s.owner, &rec))
+                    .filter(|s| s.owner.is(&rec))
                     .map(|s| s.key_count())
                     .sum();
                 self.many_keys[c] = (keys > batch).then_some(rec.incarnation().0);
@@ -471,7 +471,7 @@ pub(super) fn registry_rows(m: &Master) -> Vec<ClientRow> {
             let disk = disks.get(&id);
             if let Some(d) = disk {
                 assert!(
-                    crate::sync::Arc::ptr_eq(&d.owner, &rec),
+                    d.owner.is(&rec),
                     "LocalDisk of {} bound to another incarnation",
                     CLIENT_NAMES[c]
                 );

@@ -25,7 +25,7 @@ fn replica_index(m: &Master, k: &str, r: &crate::master::Replica, when: &When<'_
         .cloned()
         .unwrap_or_else(|| panic!("invariant 10/16: object {k} references an unmounted segment {when}"));
     assert!(
-        crate::sync::Arc::ptr_eq(r.owner(), &seg.owner),
+        r.owner().is(&seg.owner),
         "object {k}: replica owner differs from its segment's owner {when}"
     );
     segment_index(&seg.name)

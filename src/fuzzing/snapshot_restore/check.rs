@@ -17,10 +17,10 @@ use std::sync::Arc;
 /// The restored master's derived state balances (see the module doc).
 pub(super) fn check_restored(m: &Master, snap: &Snapshot) {
     let registry = m.liveness().registry();
-    let current = |rec: &Arc<crate::liveness::ClientLivenessRecord>, what: &str| {
+    let current = |rec: &crate::liveness::ClientLivenessRecord, what: &str| {
         let now = registry.get(rec.client());
         assert!(
-            now.is_some_and(|r| Arc::ptr_eq(&r, rec)),
+            now.is_some_and(|r| std::ptr::eq(&*r, rec)),
             "{what} owned by client {} incarnation {}, not the restored incarnation",
             rec.client(),
             rec.incarnation()
@@ -97,7 +97,7 @@ pub(super) fn check_restored(m: &Master, snap: &Snapshot) {
         for (k, o) in &objects {
             if o.replicas
                 .iter()
-                .any(|r| r.segment().is_none() && Arc::ptr_eq(r.owner(), &d.owner))
+                .any(|r| r.segment().is_none() && r.owner().is(&d.owner))
             {
                 used = used.saturating_add(o.size);
                 keys.insert(k.clone());
@@ -105,7 +105,7 @@ pub(super) fn check_restored(m: &Master, snap: &Snapshot) {
         }
         for t in tasks
             .iter()
-            .filter(|t| t.kind == TaskKind::Offload && Arc::ptr_eq(&t.executor, &d.owner))
+            .filter(|t| t.kind == TaskKind::Offload && t.executor.is(&d.owner))
         {
             used = used.saturating_add(objects[&t.key].size);
         }

@@ -76,7 +76,7 @@ impl MasterCore {
                 .into_iter()
                 .take(budget)
                 .map(|id| {
-                    let own = tasks.get(id).filter(|t| Arc::ptr_eq(&t.executor, &record));
+                    let own = tasks.get(id).filter(|t| t.executor.is(&record));
                     (id, own.map(|t| t.shard))
                 })
                 .collect()
@@ -98,11 +98,11 @@ impl MasterCore {
             }
         }
         let disk_keys = match lock(&self.local_disks).get_mut(&client) {
-            Some(d) if Arc::ptr_eq(&d.owner, &record) => take_keys(&mut d.keys, budget),
+            Some(d) if d.owner.is(&record) => take_keys(&mut d.keys, budget),
             _ => Default::default(),
         };
         budget -= disk_keys.len();
-        let mine = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if Arc::ptr_eq(owner, &record));
+        let mine = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if owner.is(&record));
         for key in &disk_keys {
             let mut shard = self.shards.lock_key(key);
             self.remove_replicas_in(&mut shard, key, mine, &mut refunds);
@@ -123,7 +123,7 @@ impl MasterCore {
         self.segments()
             .owned_by(record.client())
             .into_iter()
-            .filter(|s| Arc::ptr_eq(&s.owner, record))
+            .filter(|s| s.owner.is(record))
             .collect()
     }
 
@@ -148,10 +148,7 @@ impl MasterCore {
     fn step_local_disk(&self, job: &mut ClientOffboardingJob) {
         let _gate = self.gate_shared();
         let mut disks = lock(&self.local_disks);
-        if disks
-            .get(&job.client())
-            .is_some_and(|d| Arc::ptr_eq(&d.owner, job.record()))
-        {
+        if disks.get(&job.client()).is_some_and(|d| d.owner.is(job.record())) {
             disks.remove(&job.client());
         }
     }

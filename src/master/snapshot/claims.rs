@@ -15,7 +15,6 @@ use super::super::offboard::Scratch;
 use super::super::{lock, Master};
 use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::{ClientOffboardingJob, Step};
-use crate::sync::Arc;
 use std::collections::BTreeMap;
 
 /// Resets the progress of every job in `jobs` whose claims the restored tables of `m` (and the
@@ -30,12 +29,8 @@ pub(super) fn check_claims(
     let tasks = lock(&m.tasks);
     for job in jobs.iter_mut() {
         let rec = job.record().clone();
-        let owned: Vec<_> = segments
-            .iter()
-            .filter(|s| Arc::ptr_eq(&s.owner, &rec))
-            .cloned()
-            .collect();
-        let disk = disks.get(&rec.client()).filter(|d| Arc::ptr_eq(&d.owner, &rec));
+        let owned: Vec<_> = segments.iter().filter(|s| s.owner.is(&rec)).cloned().collect();
+        let disk = disks.get(&rec.client()).filter(|d| d.owner.is(&rec));
         let s = scratch.get(&(job.client(), job.incarnation()));
         let left = |step: Step| match step {
             Step::Metadata => {

@@ -322,7 +322,7 @@ impl<'a> Restorer<'_, 'a> {
             let mut disks = lock(&self.m.local_disks);
             let disk = disks
                 .get_mut(&executor.client())
-                .filter(|d| Arc::ptr_eq(&d.owner, &executor))
+                .filter(|d| d.owner.is(&executor))
                 .ok_or_else(|| bad(format!("offload task {} for a client without a LocalDisk", t.id)))?;
             disk.used = disk.used.saturating_add(size);
             if disk.used > disk.capacity {

@@ -35,7 +35,7 @@ use super::super::super::lock;
 use super::super::super::object::{Object, Replica, ReplicaKind};
 use super::{bad, Restorer};
 use crate::snapshot::{ObjectSnap, ReplicaSnap, SnapshotError};
-use crate::sync::{self, Arc, AtomicUsize, Ordering};
+use crate::sync::{self, AtomicUsize, Ordering};
 use foldhash::fast::FixedState;
 use std::collections::BTreeSet;
 
@@ -239,7 +239,7 @@ impl<'a> Restorer<'_, 'a> {
         let mut disks = lock(&self.m.local_disks);
         let disk = disks
             .get_mut(&owner.client())
-            .filter(|d| Arc::ptr_eq(&d.owner, &owner))
+            .filter(|d| d.owner.is(&owner))
             .ok_or_else(|| {
                 bad(format!(
                     "object {key} on the LocalDisk of client {}, which has none",
