@@ -2,8 +2,8 @@
 
 use crate::common::*;
 use criterion::{Criterion, Throughput};
-use mooncake_liveness::liveness::Owner;
 use mooncake_liveness::liveness::Word;
+use mooncake_liveness::liveness::{ClientLivenessRecord, Owner};
 use mooncake_liveness::{ClientId, LivenessConfig, Monitor};
 use std::collections::{HashMap, HashSet};
 use std::hint::black_box;
@@ -50,10 +50,10 @@ fn count_word(rs: &[Resource<Owner>]) -> usize {
 }
 
 /// The same check through the record (`record.is_serving()`: the record's line, then the slot),
-/// as a resource holding only the record's `Arc` would do it (`eligibility/word_via_record`).
+/// by a resource holding only the record's `Arc` (`eligibility/word_via_record`).
 #[inline(never)]
-fn count_word_via_record(rs: &[Resource<Owner>]) -> usize {
-    rs.iter().filter(|r| r.owner.record().is_serving()).count()
+fn count_word_via_record(rs: &[Resource<Arc<ClientLivenessRecord>>]) -> usize {
+    rs.iter().filter(|r| r.owner.is_serving()).count()
 }
 
 /// The check on private copies of the words packed eight to a cache line
@@ -63,6 +63,31 @@ fn count_word_dense(rs: &[Resource<&AtomicU64>]) -> usize {
     rs.iter()
         .filter(|r| Word::raw_is_active(r.owner.load(Ordering::Acquire)))
         .count()
+}
+
+/// `eligibility/core_probe`: a yardstick of the core itself, no memory. Per iteration, eight
+/// independent register adds and the loop's count and branch: more ALU operations than this
+/// machine's Zen 4 has ALUs (4), so the loop is bound by ALU throughput; 1,024 iterations. The
+/// code never changes, so it tells a run where the core was slower (its clock, ALUs shared with
+/// the host's other hyperthread) from one where only the loops that load were slower: in the
+/// runs where `word` fell into its slow mode it stayed at its usual time (BENCHMARKS.md, issue 18).
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn core_probe(n: u64) -> u64 {
+    let mut r = [1u64, 2, 3, 4, 5, 6, 7, 8];
+    for _ in 0..n {
+        // SAFETY: register arithmetic only (`nomem`, `nostack`); it just cannot be folded away.
+        unsafe {
+            std::arch::asm!(
+                "add {0}, 1", "add {1}, 1", "add {2}, 1", "add {3}, 1",
+                "add {4}, 1", "add {5}, 1", "add {6}, 1", "add {7}, 1",
+                inout(reg) r[0], inout(reg) r[1], inout(reg) r[2], inout(reg) r[3],
+                inout(reg) r[4], inout(reg) r[5], inout(reg) r[6], inout(reg) r[7],
+                options(nomem, nostack),
+            );
+        }
+    }
+    r.iter().fold(0, |a, x| a ^ x)
 }
 
 #[inline(never)]
@@ -95,19 +120,22 @@ pub(crate) fn eligibility(c: &mut Criterion) {
     let records: Vec<_> = ids.iter().map(|&id| mount(&live, id)).collect();
     let owners: Vec<Owner> = records.iter().cloned().map(Owner::new).collect();
     let ours = resources(&owners, &owner_of);
+    let via_record = resources(&records, &owner_of);
     assert_eq!(count_word(&ours), RESOURCES);
-    assert_eq!(count_word_via_record(&ours), RESOURCES);
+    assert_eq!(count_word_via_record(&via_record), RESOURCES);
     g.bench_function("word", |b| b.iter(|| count_word(black_box(&ours))));
+    #[cfg(target_arch = "x86_64")]
+    g.bench_function("core_probe", |b| b.iter(|| core_probe(black_box(RESOURCES as u64))));
     g.bench_function("no_check", |b| b.iter(|| count_no_check(black_box(&ours))));
     g.bench_function("word_via_record", |b| {
-        b.iter(|| count_word_via_record(black_box(&ours)))
+        b.iter(|| count_word_via_record(black_box(&via_record)))
     });
     let dense: Vec<AtomicU64> = records.iter().map(|r| AtomicU64::new(r.word().raw())).collect();
     let dense_res = resources(&dense.iter().collect::<Vec<_>>(), &owner_of);
     assert_eq!(count_word_dense(&dense_res), RESOURCES);
     g.bench_function("word_dense", |b| b.iter(|| count_word_dense(black_box(&dense_res))));
     drop(dense_res);
-    drop((dense, ours, owners, records, live));
+    drop((dense, via_record, ours, owners, records, live));
 
     // Upstream: a transition mutex per record.
     let up: Vec<Arc<UpRecord>> = (0..OWNERS).map(|_| Arc::new(UpRecord::new(START_MS))).collect();

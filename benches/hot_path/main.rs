@@ -3,9 +3,10 @@
 //!
 //! | group/function | what runs | baseline for |
 //! |---|---|---|
-//! | `eligibility/word` | 1024 resources holding an `Owner` (256 shared owners), count `owner.is_serving()`: one load from the word slab | ours |
+//! | `eligibility/word` | 1024 resources holding an `Owner` (one pointer to the word; 256 shared owners), count `owner.is_serving()`: one load from the word slab | ours |
 //! | `eligibility/no_check` | the same loop over the same resources, counting a resource field | the floor |
-//! | `eligibility/word_via_record` | the same check through each owner's record (`record.is_serving()`: record line, then slot) | ours, for a resource holding only the record |
+//! | `eligibility/word_via_record` | resources holding the record's `Arc` instead, count `record.is_serving()` (record line, then slot) | ours, for a resource holding only the record |
+//! | `eligibility/core_probe` | 1024 iterations of four independent register adds, no memory (x86-64 only) | the machine: slower than usual means a slower core, not slower loads |
 //! | `eligibility/word_dense` | the same check on private copies of the words packed 8 to a cache line | the placement the slab should give |
 //! | `eligibility/mutex_record` | owners are `Arc<Mutex<State>>`: lock, read, unlock | upstream's per-record transition mutex |
 //! | `eligibility/rwlock_set` | owners are client ids: `RwLock<HashSet<u128>>` read-lock + contains (10k ids) | Mooncake main's `ok_client_` |
