@@ -11,8 +11,9 @@
 //!
 //! **Why one pointer.** A router's resources are scanned back to back; with the record's `Arc`
 //! beside the word reference a resource was 8 bytes larger (24 bytes in `eligibility/word`, a
-//! 24 KiB array for 1,024 replicas), and the check ran 1.16–1.28× its floor where the same
-//! words behind 16-byte resources ran 1.07–1.19× (BENCHMARKS.md, issue 18).
+//! 24 KiB array for 1,024 replicas), and the check ran 1.16–1.28× its floor. With one pointer it
+//! runs 1.01–1.11×, as fast as the same check on private words packed eight to a line
+//! (BENCHMARKS.md, "Issue 18 on `812c47f`").
 //!
 //! # Ground rules
 //!
