@@ -197,8 +197,10 @@ impl Owner {
     }
 
     /// Is this owner the incarnation `record` (the same record, not merely the same client)?
+    /// Compares word slots, without reading the tag: both records are alive here, and two live
+    /// records never share a slot (a slot is reused only after its record is dropped).
     pub fn is(&self, record: &ClientLivenessRecord) -> bool {
-        std::ptr::eq(self.record(), record)
+        std::ptr::eq(self.slot(), slab::slot(&record.word_ref()))
     }
 }
 
@@ -323,6 +325,7 @@ mod tests {
             pack(20),
         )));
         assert_eq!((a.word().deadline_ms(), b.word().deadline_ms()), (10, 20));
+        assert!(a.is(a.record()) && !a.is(b.record()) && !b.is(a.record()));
         let _ = a.record().evaluate(10, TTLS, false);
         assert!(!a.is_serving() && b.is_serving());
     }

@@ -117,8 +117,8 @@ impl ClientLivenessRecord {
         self.incarnation
     }
 
-    /// A reference to the word's slot, for an [`Owner`](super::Owner) (which also holds this
-    /// record's `Arc`, so the slot outlives it).
+    /// A reference to the word's slot, for an [`Owner`](super::Owner) (which also holds a strong
+    /// count of this record, so the slot outlives it) and for `Owner::is`.
     pub(super) fn word_ref(&self) -> WordRef {
         slab::share(&self.word)
     }
