@@ -56,9 +56,14 @@ mod imp {
             f(self.0.get())
         }
     }
-    pub(crate) use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+    pub(crate) use std::sync::{Arc, Weak};
+    // Lock-order checking (issue 29): in every debug and test build each `Mutex`/`RwLock` of the
+    // crate records which locks its thread held when it was taken, in one process-wide graph,
+    // and an acquisition that would close a cycle panics at once, naming the cycle, even if the
+    // deadlock itself never happens in that run. Release builds get std's types unchanged.
     #[allow(unused_imports)]
     pub(crate) use std::thread;
+    pub(crate) use tracing_mutex::stdsync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
     /// Wait-free-read cell holding an `Arc<T>` (arc-swap under std).
     #[derive(Debug)]

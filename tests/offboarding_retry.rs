@@ -50,7 +50,10 @@ fn check_clean(m: &M) {
             );
         }
     }
-    for (tenant, q) in master.quotas().clone() {
+    // Copied in a statement of its own: a guard in the `for` head would live through the loop
+    // and be held while `objects()` locks the shards (the lock order is shard → quotas).
+    let quotas = master.quotas().clone();
+    for (tenant, q) in quotas {
         let used: u64 = master
             .objects()
             .values()

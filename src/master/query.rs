@@ -69,16 +69,22 @@ impl MasterCore {
             .iter()
             .map(|rec| {
                 let id = rec.client();
+                // One lock per statement: in a struct literal every guard would live until the
+                // literal is built, nesting leaves the lock order keeps apart.
+                let segments = self.segments().owned_by(id).len();
+                let tasks = self.tasks().of_client(id).len();
+                let local_disk = lock(&self.local_disks).contains_key(&id);
+                let job = self.pending_job_of(id, rec.incarnation());
                 ClientStatus {
                     client: self.client_name(id),
                     incarnation: rec.incarnation().0,
                     state: rec.state(),
                     ready: rec.is_ready(),
                     offboarding: rec.state() == LivenessState::Offline,
-                    segments: self.segments().owned_by(id).len(),
-                    tasks: self.tasks().of_client(id).len(),
-                    local_disk: lock(&self.local_disks).contains_key(&id),
-                    job: self.pending_job_of(id, rec.incarnation()),
+                    segments,
+                    tasks,
+                    local_disk,
+                    job,
                 }
             })
             .filter(|c| client.is_none_or(|name| c.client == name))

@@ -370,7 +370,10 @@ impl MasterCore {
 
     fn admit_offloads(&self, id: ClientId, owner: &Owner) {
         let mut candidates = Vec::new();
-        for seg in self.segments().owned_by(id) {
+        // The table's guard must be gone before a shard is locked (Put takes shard → table):
+        // bound to a statement of its own, it is dropped here, not at the end of the loop.
+        let owned = self.segments().owned_by(id);
+        for seg in owned {
             let keys: Vec<String> = seg.alloc().keys.iter().cloned().collect();
             for key in keys {
                 if self.offloadable(&self.shards.lock_key(&key), &key, seg.id) {

@@ -467,23 +467,23 @@ pub(super) fn registry_rows(m: &Master) -> Vec<ClientRow> {
         .filter_map(|c| {
             let id = ids[c]?;
             let rec = m.liveness().registry().get(id)?;
-            let disks = m.local_disks();
-            let disk = disks.get(&id);
-            if let Some(d) = disk {
-                assert!(
-                    d.owner.is(&rec),
-                    "LocalDisk of {} bound to another incarnation",
-                    CLIENT_NAMES[c]
-                );
-            }
+            // One lock per statement: the master's order never nests two leaves.
+            let disk = m.local_disks().get(&id).map(|d| d.owner.is(&rec));
+            assert!(
+                disk != Some(false),
+                "LocalDisk of {} bound to another incarnation",
+                CLIENT_NAMES[c]
+            );
+            let segments = m.segments().owned_by(id).len();
+            let tasks = m.tasks().of_client(id).len();
             Some((
                 c,
                 rec.incarnation().0,
                 state_of(rec.state()),
                 rec.is_ready(),
                 rec.state() == LivenessState::Offline,
-                m.segments().owned_by(id).len(),
-                m.tasks().of_client(id).len(),
+                segments,
+                tasks,
                 disk.is_some(),
             ))
         })

@@ -7,8 +7,9 @@
 //! step and leak what it should remove, with the barrier lifted.
 //!
 //! Owns: [`check_claims`]. Reads the restored master's segment table, LocalDisks and tasks
-//! (the `segments` read lock, then the `local_disks` and `tasks` leaves: the master is not yet
-//! shared, so nothing contends); writes only the jobs' progress. May not touch: the tables
+//! (the `segments` read lock, the `local_disks` leaf and the `tasks` leaf, one at a time as
+//! everywhere: the master is not yet shared, so nothing contends, but the lock-order check
+//! holds every path to the same order); writes only the jobs' progress. May not touch: the tables
 //! themselves (they were restored and checked before it runs).
 
 use super::super::offboard::Scratch;
@@ -24,21 +25,22 @@ pub(super) fn check_claims(
     jobs: &mut [ClientOffboardingJob],
     scratch: &BTreeMap<(ClientId, Incarnation), Scratch>,
 ) {
-    let segments = m.segments();
-    let disks = lock(&m.local_disks);
-    let tasks = lock(&m.tasks);
     for job in jobs.iter_mut() {
         let rec = job.record().clone();
-        let owned: Vec<_> = segments.iter().filter(|s| s.owner.is(&rec)).cloned().collect();
-        let disk = disks.get(&rec.client()).filter(|d| d.owner.is(&rec));
+        // One lock per statement, never two leaves at once (the master's lock order).
+        let owned: Vec<_> = m.segments().iter().filter(|s| s.owner.is(&rec)).cloned().collect();
+        // The LocalDisk, if this incarnation's: whether it still holds anything.
+        let disk: Option<bool> = lock(&m.local_disks)
+            .get(&rec.client())
+            .filter(|d| d.owner.is(&rec))
+            .map(|d| !d.keys.is_empty() || d.used > 0);
+        let tasks_left = {
+            let tasks = lock(&m.tasks);
+            !tasks.of_client(rec.client()).is_empty() || tasks.iter().any(|t| owned.iter().any(|s| t.touches(s.id)))
+        };
         let s = scratch.get(&(job.client(), job.incarnation()));
         let left = |step: Step| match step {
-            Step::Metadata => {
-                owned.iter().any(|s| s.key_count() > 0)
-                    || disk.is_some_and(|d| !d.keys.is_empty() || d.used > 0)
-                    || !tasks.of_client(rec.client()).is_empty()
-                    || tasks.iter().any(|t| owned.iter().any(|s| t.touches(s.id)))
-            }
+            Step::Metadata => owned.iter().any(|s| s.key_count() > 0) || disk == Some(true) || tasks_left,
             Step::Segments => !owned.is_empty(),
             Step::LocalDisk => disk.is_some(),
             Step::Quota => s.is_some_and(|s| !s.refunds.is_empty()),

@@ -106,6 +106,16 @@ impl MasterCore {
             })
             .map(|((c, i), s)| scratch_snap(*c, *i, s))
             .collect();
+        // One leaf per statement (in the struct literal below the guards would all be held).
+        let next_task_id = lock(&self.tasks).last_id();
+        let quotas = lock(&self.quotas)
+            .iter()
+            .map(|(t, q)| (t.clone(), q.used, q.limit))
+            .collect();
+        let nof = lock(&self.nof)
+            .iter()
+            .map(|(n, s)| (n.clone(), s.size, s.failures))
+            .collect();
         Snapshot {
             version: FORMAT_VERSION,
             names,
@@ -113,18 +123,12 @@ impl MasterCore {
             vacant,
             segments,
             objects,
-            next_task_id: lock(&self.tasks).last_id(),
+            next_task_id,
             tasks,
             local_disks,
-            quotas: lock(&self.quotas)
-                .iter()
-                .map(|(t, q)| (t.clone(), q.used, q.limit))
-                .collect(),
+            quotas,
             lru_clock: self.shards.clock(),
-            nof: lock(&self.nof)
-                .iter()
-                .map(|(n, s)| (n.clone(), s.size, s.failures))
-                .collect(),
+            nof,
             external,
             scratch,
         }
