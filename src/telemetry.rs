@@ -5,8 +5,9 @@
 //! | name | kind | labels | meaning |
 //! |---|---|---|---|
 //! | `clients` | gauge | `state` = active, suspected, offline | incarnations per state (offline = offboarding pending) |
-//! | `transitions_total` | counter | `from`, `to`, `cause` = timeout, recovered_by_ping, recovered_by_mount | committed transitions |
-//! | `recovered_false_positives_total` | counter | | Suspected → Active: a suspicion the recovery window absorbed |
+//! | `transitions_total` | counter | `from`, `to`, `cause` = timeout, recovered_by_ping, recovered_by_mount | committed transitions (`recovered_by_ping` published at each tick: Ping's path never calls the facade) |
+//! | `recovered_false_positives_total` | counter | | Suspected → Active: a suspicion the recovery window absorbed (published at each tick) |
+//! | `events_dropped_total` | counter | | events the master's bounded event log dropped because nobody drained it (published at each tick) |
 //! | `stalls_total`, `stall_ms_total` | counter | | master stalls detected and the time credited (`stall-extended` deadlines) |
 //! | `brake_engagements_total` | counter | `brake` = mass_suspicion | brake engagements |
 //! | `offboarding_jobs_completed_total` | counter | | jobs completed |
@@ -47,14 +48,52 @@ fn cause_label(c: Cause) -> &'static str {
     }
 }
 
-/// A committed transition.
+/// Which of [`Stats`]'s transition counters a committed transition adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// Active → Suspected.
+    Suspicion,
+    /// → Offline.
+    OfflineCommit,
+    /// Anything else (recoveries are counted by the liveness core).
+    Other,
+}
+
+impl Counted {
+    /// The counter `t` adds to.
+    pub fn of(t: &Transition) -> Self {
+        match (t.from, t.to) {
+            (LivenessState::Active, LivenessState::Suspected) => Self::Suspicion,
+            (_, LivenessState::Offline) => Self::OfflineCommit,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A committed transition (but a recovery by Ping: [`ping_recoveries`]).
 pub fn transition(t: &Transition) {
     metrics::counter!("mooncake_liveness_transitions_total",
         "from" => state_label(t.from), "to" => state_label(t.to), "cause" => cause_label(t.cause))
     .increment(1);
-    if t.from == LivenessState::Suspected && t.to == LivenessState::Active {
-        metrics::counter!("mooncake_liveness_recovered_false_positives_total").increment(1);
-    }
+}
+
+/// Recoveries committed by Ping so far (an absolute value: Ping's path counts them in an
+/// atomic and never calls the facade, whose recorder may lock; the master publishes the count
+/// at every tick).
+pub fn ping_recoveries(total: u64) {
+    metrics::counter!("mooncake_liveness_transitions_total",
+        "from" => "suspected", "to" => "active", "cause" => cause_label(Cause::RecoveredByPing))
+    .absolute(total);
+}
+
+/// Suspected → Active recoveries so far, by any signal (absolute, published at every tick).
+pub fn recovered_false_positives(total: u64) {
+    metrics::counter!("mooncake_liveness_recovered_false_positives_total").absolute(total);
+}
+
+/// Events the master's bounded event log dropped so far (absolute, published at every tick).
+pub fn events_dropped(total: u64) {
+    metrics::counter!("mooncake_liveness_events_dropped_total").absolute(total);
 }
 
 /// A detected master stall of `ms`.
@@ -133,16 +172,6 @@ pub struct Stats {
     pub step_failures: [u64; 5],
     /// Jobs pending a retry or a token.
     pub jobs_pending: usize,
-}
-
-impl Stats {
-    /// Counts a committed transition.
-    pub fn count_transition(&mut self, t: &Transition) {
-        match (t.from, t.to) {
-            (LivenessState::Active, LivenessState::Suspected) => self.suspicions += 1,
-            (LivenessState::Suspected, LivenessState::Active) => self.recoveries += 1,
-            (_, LivenessState::Offline) => self.offline_commits += 1,
-            _ => {}
-        }
-    }
+    /// Events the master's bounded event log dropped because it was full (nobody drained it).
+    pub events_dropped: u64,
 }

@@ -658,3 +658,32 @@ fn a_drain_move_refused_by_the_quota_releases_its_target_once() {
     let used = m.m.query(None, Some("s2")).segment.unwrap().used;
     assert_eq!(used, 10, "s2 holds a's Move target and nothing else");
 }
+
+/// A Put asking for more replicas than [`MAX_REPLICAS`] is `INVALID_PARAMS`, with either
+/// allocation strategy, and changes nothing; the maximum itself is best effort as before
+/// (issue 29 defect 6: `usize::MAX` replicas overflowed a capacity and panicked).
+#[test]
+fn a_put_asking_for_more_than_max_replicas_is_refused_not_a_panic() {
+    use mooncake_liveness::master::{AllocationStrategy, MAX_REPLICAS};
+    for strategy in [AllocationStrategy::FreeRatioFirst, AllocationStrategy::Random] {
+        let mut m = M::with(MasterOptions {
+            strategy,
+            ..MasterOptions::default()
+        });
+        // More segments than the random strategy shuffles whole, so it samples.
+        for i in 0..80 {
+            m.at(0).mount(&format!("c{i}"), &format!("s{i}"), 1_000).unwrap();
+        }
+        for n in [MAX_REPLICAS + 1, usize::MAX / 4 + 1, usize::MAX] {
+            assert_eq!(
+                m.at(0).put("k", 10, n),
+                Err(MasterError::InvalidParams),
+                "{strategy:?}, {n}"
+            );
+        }
+        assert!(m.m.object("k").is_none());
+        assert_eq!(m.m.quota_used(), 0);
+        let all = m.at(0).put("k", 10, MAX_REPLICAS).unwrap();
+        assert_eq!(all.len(), 80, "{strategy:?}: best effort gives every segment");
+    }
+}

@@ -16,6 +16,11 @@ use crate::sync::{Arc, Ordering};
 use rand::seq::SliceRandom;
 use rand::Rng;
 
+/// The most replicas one Put may ask for: more is `INVALID_PARAMS`, a clear refusal rather than
+/// an allocation on every segment of the table (issue 29 defect 6: a huge count overflowed the
+/// capacity of the list of chosen segments and panicked).
+pub const MAX_REPLICAS: usize = 1024;
+
 /// Objects one Put may evict to make room.
 const MAX_EVICTIONS_PER_PUT: usize = 64;
 
@@ -28,7 +33,7 @@ impl MasterCore {
         self.put_for(DEFAULT_TENANT, key, size, replicas)
     }
 
-    /// PutStart: allocates `replicas` replicas of `size` bytes on distinct serving segments,
+    /// PutStart: allocates `replicas` (1 to [`MAX_REPLICAS`]) replicas of `size` bytes on distinct serving segments,
     /// evicting least recently used servable objects when no serving segment has room.
     /// Best effort: fewer than asked is allowed, none is `NO_AVAILABLE_HANDLE`; the tenant's
     /// quota must hold every replica handed out (`TENANT_QUOTA_EXCEEDED`). A Put whose quota
@@ -67,7 +72,7 @@ impl MasterCore {
         size: u64,
         replicas: usize,
     ) -> Result<Vec<ReplicaDesc>, MasterError> {
-        if size == 0 || replicas == 0 {
+        if size == 0 || replicas == 0 || replicas > MAX_REPLICAS {
             return Err(MasterError::InvalidParams);
         }
         let si = self.shards.index_of(key);
@@ -324,7 +329,7 @@ impl MasterCore {
             AllocationStrategy::Random => self.random_candidates(&segments, n, &eligible),
         };
         drop(segments);
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n.min(candidates.len()));
         for seg in candidates {
             if out.len() == n {
                 break;
@@ -349,7 +354,7 @@ impl MasterCore {
         let slots = segments.slot_count();
         if slots > SAMPLE_ABOVE {
             let mut picked: Vec<Arc<Segment>> = Vec::new();
-            for _ in 0..(4 * n + 16) {
+            for _ in 0..n.saturating_mul(4).saturating_add(16) {
                 let i = rng.random_range(0..slots);
                 if let Some(s) = segments.slot(i).filter(|s| eligible(s)) {
                     if !picked.iter().any(|p| p.id == s.id) {
@@ -428,9 +433,11 @@ impl MasterCore {
     }
 
     /// Unmounts a segment now: it stops serving, then the replicas on it and the tasks touching
-    /// it go (one shard at a time), then the segment. Returns its name (its external metadata
-    /// entry is the caller's to delete). The caller holds the membership gate.
-    pub(super) fn drop_segment(&self, seg: &Arc<Segment>) -> Option<String> {
+    /// it go (one shard at a time), then `retire(name)` runs (the caller deletes the segment's
+    /// external entry, or records that its offboarding job will), then the segment leaves the
+    /// table. `retire` runs while the table still holds the name, so no other client can mount
+    /// that name before the caller has dealt with it. The caller holds the membership gate.
+    pub(super) fn drop_segment(&self, seg: &Arc<Segment>, retire: impl FnOnce(&str)) {
         seg.set_lifecycle(super::Lifecycle::Unmounting);
         let sid = seg.id;
         loop {
@@ -447,6 +454,7 @@ impl MasterCore {
                 self.apply_refunds(refunds);
             }
         }
-        self.segments_mut().remove(sid).map(|s| s.name.clone())
+        retire(&seg.name);
+        self.segments_mut().remove(sid);
     }
 }

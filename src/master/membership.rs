@@ -131,18 +131,22 @@ impl MasterCore {
         let _stripe = self.stripe(client);
         let _gate = self.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
-        // A name unmounted by another client's offboarding job that is still pending stays taken
-        // until the job completes (trace-format.md; found by the differential fuzz target). It is
-        // checked inside the mount work, after the barrier: a client whose own incarnation is
-        // being offboarded hears CLIENT_OFFBOARDING first.
-        let reserved = specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id));
         let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, token, |rec| {
             let mut segments = self.segments_mut();
             for s in specs {
                 check_segment(&segments, id, &s.segment, s.size)?;
             }
-            if reserved {
+            // A name unmounted by another client's offboarding job that is still pending stays
+            // taken until the job completes (trace-format.md; found by the differential fuzz
+            // target). Checked inside the mount work, after the barrier (a client whose own
+            // incarnation is being offboarded hears CLIENT_OFFBOARDING first), and under the
+            // table's write lock: the job records the name before the segment leaves the table
+            // (`drop_segment`), so either the table or the job's record holds the name at every
+            // moment, and a mount that reads both under this lock cannot slip between them
+            // (issue 29 defect 2: checked before the lock, a mount could take the name in that
+            // gap and the job's late delete then erased the new owner's external entry).
+            if specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id)) {
                 return Err(MasterError::InvalidParams);
             }
             // A segment this client already holds must belong to this very incarnation.
@@ -208,9 +212,9 @@ impl MasterCore {
             MountOutcome::StaleToken => Err(MasterError::InvalidParams),
             MountOutcome::Lost(added, _) => {
                 for seg in added {
-                    if let Some(seg) = self.segments_mut().remove(seg.id) {
-                        let _ = lock(&self.external).delete(&seg.name);
-                    }
+                    // The entry goes while the segment still holds its name (see `unmount`).
+                    let _ = lock(&self.external).delete(&seg.name);
+                    self.segments_mut().remove(seg.id);
                 }
                 Err(MasterError::ClientOffboarding)
             }
@@ -345,9 +349,13 @@ impl MasterCore {
         if !crate::eligibility::accepts_callbacks(&seg.owner) {
             return Err(MasterError::ClientOffboarding);
         }
-        if let Some(name) = self.drop_segment(&seg) {
-            let _ = lock(&self.external).delete(&name);
-        }
+        // The external entry goes while the segment still holds its name in the table: another
+        // client mounting the same name (a restarted client under a new id) is refused until
+        // the segment is gone, so this delete can never erase that client's new entry (issue
+        // 29 defect 2: deleted after the table let go of the name, it could).
+        self.drop_segment(&seg, |name| {
+            let _ = lock(&self.external).delete(name);
+        });
         Ok(())
     }
 

@@ -67,8 +67,11 @@
 
 mod data;
 mod error;
+mod event_log;
 mod events;
 mod external;
+#[cfg(all(test, not(loom)))]
+mod lock_free_ping_tests;
 mod membership;
 mod names;
 pub mod nof;
@@ -84,7 +87,9 @@ mod stats;
 mod task;
 mod work;
 
+pub use data::MAX_REPLICAS;
 pub use error::MasterError;
+pub use event_log::DEFAULT_EVENT_LOG_CAPACITY;
 pub use events::{MasterEvent, ReplicaDesc, TaskDesc};
 pub use external::{ExternalMetadata, InMemoryMetadata};
 pub use membership::SegmentSpec;
@@ -198,8 +203,8 @@ pub struct MasterCore {
     rng: Mutex<ChaCha8Rng>,
     evict_cursor: AtomicU64,
     external: Mutex<Box<dyn ExternalMetadata>>,
-    events: Mutex<Vec<MasterEvent>>,
-    stats: Mutex<stats::Counters>,
+    events: event_log::EventLog,
+    counters: stats::Counters,
 }
 
 /// Locks `m`, recovering from a panic elsewhere (the data stays usable: every critical section
@@ -255,6 +260,7 @@ impl MasterCore {
         let tick_ms = monitor.tick_ms();
         let names = names::Names::with_shards(options.registry_shards);
         Self {
+            events: event_log::EventLog::new(options.event_log_capacity),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
             shards: Shards::new(options.metadata_shards, options.expected_objects),
             live,
@@ -273,8 +279,7 @@ impl MasterCore {
             pool: Mutex::new(None),
             evict_cursor: AtomicU64::new(0),
             external: Mutex::new(Box::new(InMemoryMetadata::default())),
-            events: Mutex::new(Vec::new()),
-            stats: Mutex::new(stats::Counters::default()),
+            counters: stats::Counters::default(),
         }
     }
 
@@ -325,9 +330,11 @@ impl MasterCore {
         self.live.clone()
     }
 
-    /// Takes the events produced since the last call, in the order they happened.
+    /// Takes the events produced since the last call, in the order they happened (each
+    /// thread's in its order). The log is bounded (`MasterOptions::event_log_capacity`): beyond
+    /// it the oldest events are dropped and counted in [`Stats`](crate::telemetry::Stats).
     pub fn take_events(&self) -> Vec<MasterEvent> {
-        std::mem::take(&mut *lock(&self.events))
+        self.events.take()
     }
 
     /// The id of client `name`, if a mount of it ever succeeded. Lock-free; creates nothing.
@@ -498,7 +505,7 @@ mod tests {
         let s2 = m.segments().by_name("s2").cloned().unwrap();
         let recheck = || {
             let mut shard = m.shards.lock_key("k");
-            m.settle_new_task(&mut shard, id, &s2)
+            m.settle_new_task(&mut shard, id, &s2.owner, Some(&s2))
         };
         assert_eq!(recheck(), Ok(()), "a task for an Active target owner was cancelled");
         assert!(m.tasks().get(id).is_some() && s2.used() == 10);

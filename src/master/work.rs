@@ -86,7 +86,7 @@ impl MasterCore {
         let obj = shard.objects.get_mut(key).expect("checked under the same shard lock");
         obj.replicas.push(Replica::memory(target.clone()));
         obj.replication_task = Some(id);
-        self.settle_new_task(shard, id, &target)?;
+        self.settle_new_task(shard, id, &target.owner, Some(&target))?;
         Ok(id)
     }
 
@@ -123,12 +123,27 @@ impl MasterCore {
         Ok((obj.size, obj.tenant.clone()))
     }
 
-    /// The re-check of the allocation protocol for a task's target: if its owner stopped being
-    /// Active (or the segment stopped allocating) since it was chosen, the task is cancelled
-    /// under the same shard lock, which releases its allocation.
-    pub(super) fn settle_new_task(&self, shard: &mut Shard, id: u64, target: &Arc<Segment>) -> Result<(), MasterError> {
+    /// The re-check of a task just published (under the shard lock it was published under):
+    /// if its executor, or its target's owner, stopped being Active since it was chosen (or the
+    /// target stopped allocating), the task is cancelled under the same shard lock, which
+    /// releases its allocation or offload space.
+    ///
+    /// Why a re-check after the publication suffices against an Offline commit and its job
+    /// (issue 29 defect 3): the job lists its incarnation's tasks under the `tasks` leaf after
+    /// the commit. If it listed before this task was submitted (also under `tasks`), the lock
+    /// hand-over orders the commit before this re-check, whose `Acquire` load then sees the
+    /// executor non-Active and cancels; if after, the job sees the task and cancels it (under
+    /// this shard lock, so after this call). Either way no task outlives its incarnation.
+    pub(super) fn settle_new_task(
+        &self,
+        shard: &mut Shard,
+        id: u64,
+        executor: &Owner,
+        target: Option<&Arc<Segment>>,
+    ) -> Result<(), MasterError> {
         let seam = self.seam();
-        if !seam.enabled || (target.lifecycle().permits(Purpose::Allocate) && seam.executor(&target.owner).serves()) {
+        let target_ok = |t: &Arc<Segment>| t.lifecycle().permits(Purpose::Allocate) && seam.executor(&t.owner).serves();
+        if !seam.enabled || (seam.executor(executor).serves() && target.is_none_or(target_ok)) {
             return Ok(());
         }
         let mut refunds = Refunds::new();
@@ -154,8 +169,10 @@ impl MasterCore {
         if !self.seam().executor(&rec).serves() {
             return Vec::new();
         }
+        // Only this incarnation's tasks: one of an earlier incarnation is never handed to a
+        // later one (fencing), whatever left it queued.
         lock(&self.tasks)
-            .take_pending(id, offload, |t| self.deliverable(t))
+            .take_pending(id, offload, |t| t.executor.is(&rec) && self.deliverable(t))
             .into_iter()
             .map(|t| TaskDesc {
                 task: t.id,
@@ -432,6 +449,9 @@ impl MasterCore {
         if let Some(o) = shard.objects.get_mut(key) {
             o.tier_task = Some(task);
         }
+        // The owner was checked Active when the heartbeat began; re-checked after the task is
+        // published (see `settle_new_task`). A refusal has released the offload space.
+        let _ = self.settle_new_task(&mut shard, task, owner, None);
     }
 
     /// Promotion on hit: an object held only on LocalDisk gets a memory replica; the LocalDisk
@@ -462,11 +482,14 @@ impl MasterCore {
             target.release(key, size);
             return Err(MasterError::TenantQuotaExceeded);
         }
-        let id = lock(&self.tasks).submit(TaskKind::Promote, key, executor, None, Some(target.clone()), si);
+        let id = lock(&self.tasks).submit(TaskKind::Promote, key, executor.clone(), None, Some(target.clone()), si);
         let obj = shard.objects.get_mut(key).expect("checked under the same shard lock");
         obj.replicas.push(Replica::memory(target.clone()));
         obj.tier_task = Some(id);
-        self.settle_new_task(&mut shard, id, &target)?;
+        // The executor (the LocalDisk holder) is re-checked as well as the target: it was
+        // checked before the target was reserved (issue 29 defect 3: re-checking only the
+        // target left a promotion for an executor committed Offline meanwhile).
+        self.settle_new_task(&mut shard, id, &executor, Some(&target))?;
         Ok(id)
     }
 }

@@ -15,7 +15,9 @@
 //!   keys and its used bytes are at least theirs (offloads in flight hold more);
 //! - each tenant's quota equals the sum of the sizes of its remaining replicas plus `pending`
 //!   (refunds an Offline incarnation's job has not applied yet: 0 when nothing is Offline);
-//! - every task names an object that exists and references the task.
+//! - every task names an object that exists and references the task, and its executor is the
+//!   registry's current record of its client (no task outlives its incarnation);
+//! - with nothing Offline, the external metadata entries are exactly the mounted segments.
 #![allow(dead_code)]
 
 use mooncake_liveness::master::{Lifecycle, MasterCore, ReplicaKind};
@@ -148,6 +150,30 @@ pub fn violations(m: &MasterCore, offline_ok: bool) -> Vec<String> {
         match objects.get(&t.key) {
             Some(o) if o.replication_task == Some(t.id) || o.tier_task == Some(t.id) => {}
             _ => out.push(format!("task {} names {:?}, which does not reference it", t.id, t.key)),
+        }
+        // Fencing: a task's executor is the registry's current record of its client (an
+        // Offline one stays registered until its job completes, and its job cancels the task).
+        let client = t.executor.client();
+        if !registry.get(client).is_some_and(|r| same_record(&r, &t.executor)) {
+            out.push(format!(
+                "task {} ({:?}) names incarnation {} of client {}, which is not its current record",
+                t.id,
+                t.key,
+                t.executor.incarnation().0,
+                client.0
+            ));
+        }
+    }
+    if !offline_ok {
+        // The external metadata mirrors the mounted segments exactly (a pending job may still
+        // owe the deletes of the segments it unmounted, hence only when nothing is Offline).
+        let mounted: BTreeSet<String> = m.segments().iter().map(|s| s.name.clone()).collect();
+        let external: BTreeSet<String> = m.external_metadata().entries().into_iter().collect();
+        for name in mounted.difference(&external) {
+            out.push(format!("segment {name} is mounted but has no external metadata entry"));
+        }
+        for name in external.difference(&mounted) {
+            out.push(format!("external metadata entry {name} names no mounted segment"));
         }
     }
     out

@@ -48,7 +48,7 @@ impl SharedSteps for MasterCore {
     fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
         let r = self.run_step_shared(step, job);
         if r.is_err() {
-            lock(&self.stats).stats.step_failures[step as usize] += 1;
+            self.count_step_failure(step);
         }
         r
     }

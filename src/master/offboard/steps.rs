@@ -69,24 +69,23 @@ impl MasterCore {
             0 => KEYS_PER_BATCH,
             n => n,
         };
-        let tasks: Vec<(u64, Option<usize>)> = {
+        // Only this incarnation's tasks count against the budget: a task of another
+        // incarnation of the same client is not this job's to cancel, and counting it made a
+        // job whose client had more of them than the budget answer `More` for ever (issue 29
+        // defect 3).
+        let tasks: Vec<(u64, usize)> = {
             let tasks = lock(&self.tasks);
             tasks
                 .of_client(client)
                 .into_iter()
+                .filter_map(|id| tasks.get(id).filter(|t| t.executor.is(&record)).map(|t| (id, t.shard)))
                 .take(budget)
-                .map(|id| {
-                    let own = tasks.get(id).filter(|t| t.executor.is(&record));
-                    (id, own.map(|t| t.shard))
-                })
                 .collect()
         };
-        for (id, shard) in tasks {
+        for (id, si) in tasks {
             budget -= 1;
-            if let Some(si) = shard {
-                let mut shard = self.shards.lock(si);
-                self.cancel_task_in(&mut shard, id, &mut refunds);
-            }
+            let mut shard = self.shards.lock(si);
+            self.cancel_task_in(&mut shard, id, &mut refunds);
         }
         for seg in self.owned_segments(&record) {
             let keys = take_keys(&mut seg.alloc().keys, budget);
@@ -127,20 +126,23 @@ impl MasterCore {
             .collect()
     }
 
-    /// `segments`: unmount the (now empty) segments; remember their names.
+    /// `segments`: unmount the (now empty) segments; remember their names. Each name is
+    /// recorded before its segment leaves the table, so it stays taken without a gap until
+    /// `external_metadata` has deleted its entry and the job completes (issue 29 defect 2:
+    /// recorded after, a mount could take the name in between and lose its entry to the
+    /// job's delete).
     fn step_segments(&self, job: &mut ClientOffboardingJob) {
         let _gate = self.gate_shared();
         let record = job.record().clone();
+        let key = (job.client(), job.incarnation());
         for seg in self.owned_segments(&record) {
-            if let Some(name) = self.drop_segment(&seg) {
-                let key = (job.client(), job.incarnation());
-                lock(&self.offboarding)
-                    .scratch
-                    .entry(key)
-                    .or_default()
-                    .segment_names
-                    .push(name);
-            }
+            self.drop_segment(&seg, |name| {
+                let mut off = lock(&self.offboarding);
+                let names = &mut off.scratch.entry(key).or_default().segment_names;
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            });
         }
     }
 

@@ -168,6 +168,8 @@ impl<'a> Sim<'a> {
             seed,
             // The simulator's executor is its virtual clock: jobs run at the tick.
             offboarding: crate::master::OffboardingDriver::Inline,
+            // Drained after every tick and heartbeat, and every event counts: never drop one.
+            event_log_capacity: usize::MAX,
             ..MasterOptions::default()
         };
         let master = Master::new(clock.clone() as Arc<dyn Clock>, job.config.clone(), options);

@@ -47,6 +47,7 @@ impl LegacySim {
             MasterOptions {
                 metadata_shards: 1,
                 offboarding: crate::master::OffboardingDriver::Inline,
+                event_log_capacity: usize::MAX, // drained after every line; never drops
                 ..MasterOptions::default()
             },
         );

@@ -243,6 +243,8 @@ fn replay_options() -> MasterOptions {
     MasterOptions {
         metadata_shards: 1,
         offboarding: crate::master::OffboardingDriver::Inline,
+        // Replay drains the log after every line and prints every event: it must never drop one.
+        event_log_capacity: usize::MAX,
         ..MasterOptions::default()
     }
 }

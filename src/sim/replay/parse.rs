@@ -240,7 +240,7 @@ fn parse_op(f: &Fields<'_>, name: &str) -> ParseResult<Op> {
         "put" => Op::Put {
             key: f.str("key")?,
             size: f.u64("size")?,
-            replicas: f.opt_u64("replicas")?,
+            replicas: f.replicas("replicas")?,
         },
         "put_end" => Op::PutEnd { key: f.str("key")? },
         "put_revoke" => Op::PutRevoke { key: f.str("key")? },
@@ -348,6 +348,18 @@ impl Fields<'_> {
 
     fn opt_u64(&self, key: &str) -> ParseResult<Option<u64>> {
         self.opt(key).map(|v| as_u64(key, v)).transpose()
+    }
+
+    /// An optional replica count, at most the master's [`MAX_REPLICAS`](crate::master::MAX_REPLICAS)
+    /// (a larger one is a bad value, named with its line, not a request to allocate on every
+    /// segment; 0 stays the master's `INVALID_PARAMS` answer, as the real master gives it).
+    fn replicas(&self, key: &str) -> ParseResult<Option<u64>> {
+        let n = self.opt_u64(key)?;
+        let max = crate::master::MAX_REPLICAS as u64;
+        match n {
+            Some(n) if n > max => Err(format!("field {key:?} must be at most {max}, got {n}")),
+            _ => Ok(n),
+        }
     }
 
     fn duration(&self, key: &str) -> ParseResult<u64> {

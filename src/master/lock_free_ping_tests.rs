@@ -1,0 +1,91 @@
+//! Ping waits for nothing (issue 29): with every mutex and lock of the master held by one
+//! thread, another thread's Ping still recovers a Suspected client and returns.
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::liveness::PingStatus;
+use crate::sync::thread;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Anything held until dropped (a guard).
+trait Held {}
+impl<T> Held for T {}
+
+/// Every lock the master owns, held at once (in the documented order), plus each mounted
+/// segment's allocator.
+fn hold_everything<'a>(m: &'a MasterCore, segments: &'a [Arc<Segment>]) -> Vec<Box<dyn Held + 'a>> {
+    let mut held: Vec<Box<dyn Held + 'a>> = Vec::new();
+    held.push(Box::new(lock(&m.monitor)));
+    for s in m.stripes.iter() {
+        held.push(Box::new(lock(s)));
+    }
+    held.push(Box::new(m.gate.write().unwrap_or_else(|e| e.into_inner())));
+    for i in 0..m.shards.len() {
+        held.push(Box::new(m.shards.lock(i)));
+    }
+    held.push(Box::new(m.segments_mut()));
+    for seg in segments {
+        held.push(Box::new(seg.alloc()));
+    }
+    held.push(Box::new(lock(&m.tasks)));
+    held.push(Box::new(lock(&m.local_disks)));
+    held.push(Box::new(lock(&m.nof)));
+    held.push(Box::new(lock(&m.quotas)));
+    held.push(Box::new(lock(&m.offboarding)));
+    held.push(Box::new(lock(&m.pool)));
+    held.push(Box::new(lock(&m.rng)));
+    held.push(Box::new(lock(&m.external)));
+    held
+}
+
+#[test]
+fn a_recovering_ping_returns_while_another_thread_holds_every_master_lock() {
+    let clock = Arc::new(ManualClock::new(0));
+    let config = LivenessConfig {
+        active_ttl_ms: 1_000,
+        suspicion_ttl_ms: 20_000,
+        stall_bound_ms: 5_000,
+        ..LivenessConfig::default()
+    };
+    let options = MasterOptions {
+        metadata_shards: 4, // every shard is held: keep the lock-order graph small
+        ..MasterOptions::default()
+    };
+    let m = Arc::new(Master::new(clock.clone() as Arc<dyn Clock>, config, options));
+    m.mount("c1", "s1", 100).unwrap();
+    m.remount("c1", &[]).unwrap();
+    m.put("k", 10, 1).unwrap();
+    for t in (100..=1_500).step_by(100) {
+        clock.set_ms(t);
+        m.tick();
+    }
+    assert_eq!(m.stats().suspected, 1, "c1 should be Suspected by now");
+    m.take_events();
+
+    let segments: Vec<Arc<Segment>> = m.segments().iter().cloned().collect();
+    let held = hold_everything(&m.core, &segments);
+    let (tx, rx) = mpsc::channel();
+    let pinger = {
+        let m = m.clone();
+        thread::spawn(move || tx.send(m.ping("c1")).unwrap())
+    };
+    // A bound on a hang, not a timing claim: the Ping needs microseconds; if it waits for any
+    // lock held above, it never returns while they are held.
+    let answer = rx.recv_timeout(Duration::from_secs(30));
+    drop(held);
+    pinger.join().unwrap();
+    assert_eq!(
+        answer,
+        Ok(PingStatus::Ok),
+        "Ping did not return while the master's locks were held"
+    );
+    let stats = m.stats();
+    assert_eq!((stats.active, stats.suspected, stats.recoveries), (1, 0, 1));
+    let recovered = m
+        .take_events()
+        .into_iter()
+        .filter(|e| matches!(e, MasterEvent::Transition(t) if t.cause == crate::liveness::Cause::RecoveredByPing))
+        .count();
+    assert_eq!(recovered, 1, "the recovery was not recorded");
+}
