@@ -88,6 +88,22 @@ pub fn restore_clients(
     vacant: &[(u128, u64)],
 ) -> Result<RestoredClients, SnapshotError> {
     let twice = |id: u128| SnapshotError::Inconsistent(format!("client {id} listed twice"));
+    // An incarnation with no successor: the client's next mount would reuse its number, and a
+    // token of the old incarnation would match the new one (issue 29). A real master never
+    // gets there (2^64 − 1 mounts of one client); only a crafted or corrupt snapshot does.
+    let last_one = |id: u128, n: u64| {
+        SnapshotError::Inconsistent(format!(
+            "client {id}: incarnation {n} is the last one and can have no successor"
+        ))
+    };
+    if let Some((id, n)) = vacant
+        .iter()
+        .copied()
+        .chain(clients.iter().map(|c| (c.id, c.incarnation)))
+        .find(|(_, n)| *n >= Incarnation::LAST.0)
+    {
+        return Err(last_one(id, n));
+    }
     for (id, last) in vacant {
         if !liveness.registry().restore_vacant(ClientId(*id), Incarnation(*last)) {
             return Err(twice(*id));

@@ -378,6 +378,58 @@ fn a_next_task_id_with_no_room_left_is_refused() {
     );
 }
 
+/// An incarnation with no successor (`u64::MAX`) is refused, vacant or live: restored, the
+/// client's next mount would reuse its number and a token of the old incarnation would match
+/// the new one (issue 29; before, the restore accepted it and `Incarnation::next` saturated, so
+/// the next mount was incarnation u64::MAX again). One below restores, and once that client's
+/// last incarnation is offboarded, its next mount is refused.
+#[test]
+fn an_incarnation_with_no_successor_is_refused() {
+    let clock = Arc::new(ManualClock::new(0));
+    let name = |id: u128| ("c1".to_string(), id);
+    let vacant = Snapshot {
+        version: FORMAT_VERSION,
+        names: vec![name(1)],
+        vacant: vec![(1, u64::MAX)],
+        ..Snapshot::default()
+    };
+    let r = restore(&clock, &vacant);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref m)) if m.contains("no successor")),
+        "{r:?}"
+    );
+    let live = Snapshot {
+        version: FORMAT_VERSION,
+        names: vec![name(1)],
+        clients: vec![mooncake_liveness::snapshot::ClientSnap {
+            id: 1,
+            incarnation: u64::MAX,
+            ready: true,
+            job: None,
+        }],
+        ..Snapshot::default()
+    };
+    let r = restore(&clock, &live);
+    assert!(
+        matches!(r, Err(SnapshotError::Inconsistent(ref m)) if m.contains("no successor")),
+        "{r:?}"
+    );
+    let fine = Snapshot {
+        vacant: vec![(1, u64::MAX - 1)],
+        ..vacant
+    };
+    let m = restore(&clock, &fine).expect("u64::MAX - 1 has a successor");
+    m.mount("c1", "s1", 100).unwrap();
+    assert_eq!(m.incarnation_of("c1").map(|i| i.0), Some(u64::MAX));
+    // That last incarnation goes Offline and is offboarded: the next mount is refused, never
+    // handed u64::MAX again.
+    let t = tick_until_offline(&m, &clock);
+    tick(&m, &clock, t, 10);
+    assert_eq!(m.incarnation_of("c1"), None, "the last incarnation was not offboarded");
+    assert_eq!(m.mount("c1", "s1", 100), Err(MasterError::InvalidParams));
+    assert_eq!(m.incarnation_of("c1"), None);
+}
+
 /// Found by the `snapshot_restore` fuzz target: a restored job with `attempts = u32::MAX`
 /// overflowed (a panic in debug builds) at its next attempt; attempts now saturate.
 #[test]

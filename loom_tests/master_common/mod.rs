@@ -90,10 +90,15 @@ pub struct Rig {
 impl Rig {
     /// The victim mounts `a0` (1000 bytes), the survivor `b0` (100 bytes), at time 0.
     pub fn new(driver: OffboardingDriver) -> Self {
+        Self::with_shards(driver, 2)
+    }
+
+    /// As [`Rig::new`] with `metadata_shards` metadata shards.
+    pub fn with_shards(driver: OffboardingDriver, metadata_shards: usize) -> Self {
         let clock = std::sync::Arc::new(ManualClock::new(0));
         let options = MasterOptions {
             registry_shards: 2,
-            metadata_shards: 2,
+            metadata_shards,
             offboarding: driver,
             ..MasterOptions::default()
         };

@@ -57,9 +57,15 @@ impl Incarnation {
     /// The first incarnation of a client id.
     pub const FIRST: Incarnation = Incarnation(1);
 
-    /// The incarnation after this one.
-    pub fn next(self) -> Incarnation {
-        Incarnation(self.0.saturating_add(1))
+    /// The last incarnation a client may have: nothing can follow it, so a snapshot naming it
+    /// is refused at restore ([`crate::persist::restore_clients`]), and live mounting would
+    /// need 2^64 − 1 incarnations of one client to reach it.
+    pub const LAST: Incarnation = Incarnation(u64::MAX);
+
+    /// The incarnation after this one; none after [`Incarnation::LAST`] (a saturated successor
+    /// would equal its predecessor, and a token of the old incarnation would match the new one).
+    pub fn next(self) -> Option<Incarnation> {
+        self.0.checked_add(1).map(Incarnation)
     }
 }
 

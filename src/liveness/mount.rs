@@ -97,7 +97,12 @@ impl Liveness {
             // without one to start a new incarnation.
             return Err(MountRefused::StaleToken);
         }
-        let incarnation = last.map_or(Incarnation::FIRST, Incarnation::next);
+        let Some(incarnation) = last.map_or(Some(Incarnation::FIRST), Incarnation::next) else {
+            // No incarnation can follow the last one (a crafted snapshot is the only way there:
+            // restore refuses `Incarnation::LAST` itself). Refused as a token that cannot be
+            // honoured (`INVALID_PARAMS` from the master) rather than reusing a number.
+            return Err(MountRefused::StaleToken);
+        };
         let now = self.clock.now_ms();
         let record = Arc::new(ClientLivenessRecord::new(
             client,

@@ -350,12 +350,19 @@ impl MasterCore {
         n: usize,
         eligible: &impl Fn(&Arc<Segment>) -> bool,
     ) -> Vec<Arc<Segment>> {
-        let mut rng = lock(&self.rng);
+        // The RNG is a leaf and so is each segment's allocator (which `eligible` reads): the
+        // draws are taken first and the RNG released, so no two leaves are ever held at once.
+        // The draws are the same, in the same order, as when they were interleaved.
         let slots = segments.slot_count();
         if slots > SAMPLE_ABOVE {
+            let draws: Vec<usize> = {
+                let mut rng = lock(&self.rng);
+                (0..n.saturating_mul(4).saturating_add(16))
+                    .map(|_| rng.random_range(0..slots))
+                    .collect()
+            };
             let mut picked: Vec<Arc<Segment>> = Vec::new();
-            for _ in 0..n.saturating_mul(4).saturating_add(16) {
-                let i = rng.random_range(0..slots);
+            for i in draws {
                 if let Some(s) = segments.slot(i).filter(|s| eligible(s)) {
                     if !picked.iter().any(|p| p.id == s.id) {
                         picked.push(s.clone());
@@ -374,7 +381,7 @@ impl MasterCore {
             .cloned()
             .collect();
         all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        all.shuffle(&mut *rng);
+        all.shuffle(&mut *lock(&self.rng));
         all
     }
 

@@ -8,34 +8,38 @@ use crate::sync::thread;
 use std::sync::mpsc;
 use std::time::Duration;
 
+fn raw<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Anything held until dropped (a guard).
 trait Held {}
 impl<T> Held for T {}
 
-/// Every lock the master owns, held at once (in the documented order), plus each mounted
-/// segment's allocator.
+/// Every lock the master owns, held at once, plus each mounted segment's allocator. Taken
+/// raw, past the order check (which would rightly refuse two stripes or two leaves at once).
 fn hold_everything<'a>(m: &'a MasterCore, segments: &'a [Arc<Segment>]) -> Vec<Box<dyn Held + 'a>> {
     let mut held: Vec<Box<dyn Held + 'a>> = Vec::new();
-    held.push(Box::new(lock(&m.monitor)));
+    held.push(Box::new(raw(&m.monitor)));
     for s in m.stripes.iter() {
-        held.push(Box::new(lock(s)));
+        held.push(Box::new(raw(s)));
     }
     held.push(Box::new(m.gate.write().unwrap_or_else(|e| e.into_inner())));
     for i in 0..m.shards.len() {
-        held.push(Box::new(m.shards.lock(i)));
+        held.push(Box::new(m.shards.lock_raw(i)));
     }
-    held.push(Box::new(m.segments_mut()));
+    held.push(Box::new(m.segments.write().unwrap_or_else(|e| e.into_inner())));
     for seg in segments {
-        held.push(Box::new(seg.alloc()));
+        held.push(Box::new(seg.alloc_raw()));
     }
-    held.push(Box::new(lock(&m.tasks)));
-    held.push(Box::new(lock(&m.local_disks)));
-    held.push(Box::new(lock(&m.nof)));
-    held.push(Box::new(lock(&m.quotas)));
-    held.push(Box::new(lock(&m.offboarding)));
-    held.push(Box::new(lock(&m.pool)));
-    held.push(Box::new(lock(&m.rng)));
-    held.push(Box::new(lock(&m.external)));
+    held.push(Box::new(raw(&m.tasks)));
+    held.push(Box::new(raw(&m.local_disks)));
+    held.push(Box::new(raw(&m.nof)));
+    held.push(Box::new(raw(&m.quotas)));
+    held.push(Box::new(raw(&m.offboarding)));
+    held.push(Box::new(raw(&m.pool)));
+    held.push(Box::new(raw(&m.rng)));
+    held.push(Box::new(raw(&m.external)));
     held
 }
 

@@ -28,16 +28,21 @@
 //!
 //! | lock | guards | taken by |
 //! |---|---|---|
-//! | — (lock-free) | liveness records, registry, names | Ping, every eligibility check |
-//! | client stripe (`Mutex`, by name hash) | one client's membership changes | Mount, ReMount, Unmount, LocalDisk mount |
-//! | `gate` (`RwLock`) | the set of segments, LocalDisk registrations and external entries | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
-//! | metadata shard `i` (`Mutex`) | objects of shard `i`, their recency, the tasks naming them | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
-//! | `segments` (`RwLock`) | the segment table | allocation (read), mount/unmount (write, brief) |
-//! | leaves (`Mutex` each) | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; events; stats; RNG | briefly, by the paths above |
+//! | — (lock-free) | liveness records, registry, names (readers), counters, event log | Ping, every eligibility check |
+//! | `monitor` | the liveness monitor | a tick, while the monitor runs (released before anything below) |
+//! | `client stripe` | one client's membership changes | Mount, ReMount, Unmount, LocalDisk mount |
+//! | `gate` | the set of segments, LocalDisk registrations and external entries | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
+//! | `names` | the writers of the client-name table | a mount interning a new name, a failed first mount forgetting it |
+//! | `metadata shard` | objects of one shard, their recency, the tasks naming them | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
+//! | `segments` | the segment table | allocation (read), mount/unmount (write, brief) |
+//! | `pool` | the offboarding worker pool | starting, stopping and feeding the workers |
+//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | briefly, by the paths above; never two at once |
 //!
-//! **Order** (a thread holding a lock only takes locks further down): client stripe → `gate` →
-//! one metadata shard → `segments` → one leaf. Leaves are never nested. Nothing takes a shard
-//! while holding `segments` or a leaf, so no cycle can form.
+//! **Order** (the table and this line are checked against `lock_order::ORDER` by a test; a thread holding a
+//! lock only takes locks further down): `monitor` → `client stripe` → `gate` → `names` → one
+//! `metadata shard` → `segments` → `pool` → one `leaf`. Debug and test builds check every
+//! acquisition against it (a lock taken at or below a level its thread holds panics, naming
+//! both), and `tracing-mutex` (src/sync.rs) checks every lock of the crate for cycles.
 //!
 //! | path | locks, in order | may wait for |
 //! |---|---|---|
@@ -72,6 +77,7 @@ mod events;
 mod external;
 #[cfg(all(test, not(loom)))]
 mod lock_free_ping_tests;
+mod lock_order;
 mod membership;
 mod names;
 pub mod nof;
@@ -92,6 +98,7 @@ pub use error::MasterError;
 pub use event_log::DEFAULT_EVENT_LOG_CAPACITY;
 pub use events::{MasterEvent, ReplicaDesc, TaskDesc};
 pub use external::{ExternalMetadata, InMemoryMetadata};
+pub use lock_order::Held;
 pub use membership::SegmentSpec;
 pub use object::{Object, Replica, ReplicaKind};
 pub use offboard::{OffboardingDriver, PendingJob};
@@ -107,7 +114,8 @@ use crate::clock::Clock;
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, Incarnation, Liveness, Owner, Registry, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
-use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use lock_order::{Level, Ordered};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -189,8 +197,8 @@ pub struct MasterCore {
     tick_ms: u64,
     options: MasterOptions,
     names: names::Names,
-    stripes: Box<[Mutex<()>]>,
-    gate: RwLock<()>,
+    stripes: Box<[Mutex<Stripe>]>,
+    gate: RwLock<Gate>,
     segments: RwLock<Segments>,
     shards: Shards,
     tasks: Mutex<Tasks>,
@@ -207,10 +215,50 @@ pub struct MasterCore {
     counters: stats::Counters,
 }
 
-/// Locks `m`, recovering from a panic elsewhere (the data stays usable: every critical section
-/// leaves its table consistent before anything that can panic).
-pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// Locks `m` at its level (checked in debug builds: [`lock_order`]), recovering from a panic
+/// elsewhere (the data stays usable: every critical section leaves its table consistent before
+/// anything that can panic).
+pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
+    Held::take(T::LEVEL, || m.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A client stripe's guarded value (its lock serializes one client's membership changes).
+#[derive(Debug)]
+struct Stripe;
+
+/// The membership gate's guarded value.
+#[derive(Debug)]
+struct Gate;
+
+impl Ordered for Monitor {
+    const LEVEL: Level = Level::Monitor;
+}
+impl Ordered for Stripe {
+    const LEVEL: Level = Level::Stripe;
+}
+impl Ordered for Option<offboard::Pool> {
+    const LEVEL: Level = Level::Pool;
+}
+impl Ordered for Tasks {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for BTreeMap<ClientId, LocalDisk> {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for nof::NofSegments {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for BTreeMap<String, TenantQuota> {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for offboard::Offboarding {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for ChaCha8Rng {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for Box<dyn ExternalMetadata> {
+    const LEVEL: Level = Level::Leaf;
 }
 
 impl Master {
@@ -268,8 +316,8 @@ impl MasterCore {
             tick_ms,
             options,
             names,
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            gate: RwLock::new(()),
+            stripes: (0..STRIPES).map(|_| Mutex::new(Stripe)).collect(),
+            gate: RwLock::new(Gate),
             segments: RwLock::new(Segments::default()),
             tasks: Mutex::new(Tasks::default()),
             local_disks: Mutex::new(BTreeMap::new()),
@@ -289,7 +337,7 @@ impl MasterCore {
     }
 
     /// The monitor (locked: a tick waits for the caller).
-    pub fn monitor(&self) -> MutexGuard<'_, Monitor> {
+    pub fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
         lock(&self.monitor)
     }
 
@@ -360,12 +408,16 @@ impl MasterCore {
     }
 
     /// The segment table (read-locked: release it before calling back into the master).
-    pub fn segments(&self) -> RwLockReadGuard<'_, Segments> {
-        self.segments.read().unwrap_or_else(|e| e.into_inner())
+    pub fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
+        Held::take(Level::Segments, || {
+            self.segments.read().unwrap_or_else(|e| e.into_inner())
+        })
     }
 
-    fn segments_mut(&self) -> crate::sync::RwLockWriteGuard<'_, Segments> {
-        self.segments.write().unwrap_or_else(|e| e.into_inner())
+    fn segments_mut(&self) -> Held<RwLockWriteGuard<'_, Segments>> {
+        Held::take(Level::Segments, || {
+            self.segments.write().unwrap_or_else(|e| e.into_inner())
+        })
     }
 
     /// The metadata shards.
@@ -390,22 +442,22 @@ impl MasterCore {
     }
 
     /// The tasks (locked).
-    pub fn tasks(&self) -> MutexGuard<'_, Tasks> {
+    pub fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
         lock(&self.tasks)
     }
 
     /// LocalDisk registrations (locked).
-    pub fn local_disks(&self) -> MutexGuard<'_, BTreeMap<ClientId, LocalDisk>> {
+    pub fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
         lock(&self.local_disks)
     }
 
     /// The external metadata store (locked).
-    pub fn external_metadata(&self) -> MutexGuard<'_, Box<dyn ExternalMetadata>> {
+    pub fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
         lock(&self.external)
     }
 
     /// The NoF segments (locked).
-    pub fn nof(&self) -> MutexGuard<'_, nof::NofSegments> {
+    pub fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
         lock(&self.nof)
     }
 
@@ -415,14 +467,19 @@ impl MasterCore {
         }
     }
 
-    fn stripe(&self, name: &str) -> MutexGuard<'_, ()> {
+    fn stripe(&self, name: &str) -> Held<MutexGuard<'_, Stripe>> {
         use std::hash::BuildHasher;
         let h = foldhash::fast::FixedState::default().hash_one(name);
         lock(&self.stripes[(h as usize) % STRIPES])
     }
 
-    fn gate_shared(&self) -> RwLockReadGuard<'_, ()> {
-        self.gate.read().unwrap_or_else(|e| e.into_inner())
+    fn gate_shared(&self) -> Held<RwLockReadGuard<'_, Gate>> {
+        Held::take(Level::Gate, || self.gate.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The gate, exclusively (a snapshot).
+    fn gate_exclusive(&self) -> Held<RwLockWriteGuard<'_, Gate>> {
+        Held::take(Level::Gate, || self.gate.write().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn push_transition(&self, t: Option<Transition>) {

@@ -18,6 +18,7 @@
 //! - Writers serialize on the shard's mutex, copy, change and publish: a reader sees the old or
 //!   the new map, never a mix. Writers are rare (first mounts and restores).
 
+use super::lock_order::{Held, Level};
 use crate::liveness::ClientId;
 use crate::sync::{ArcCell, AtomicU64, CellArc, Mutex, Ordering};
 use hashbrown::HashMap;
@@ -63,7 +64,7 @@ impl<K: Hash + Eq + Clone, V: Clone> CowShards<K, V> {
     /// Inserts `key → value` unless `key` is present; returns the value now mapped.
     fn insert_if_absent(&self, key: K, value: V) -> V {
         let (cell, writer) = self.shard(&key);
-        let _w = writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = Held::take(Level::Names, || writer.lock().unwrap_or_else(|e| e.into_inner()));
         let current = cell.load_full();
         if let Some(v) = current.get(&key) {
             return v.clone();
@@ -81,7 +82,7 @@ impl<K: Hash + Eq + Clone, V: Clone> CowShards<K, V> {
         Q: Hash + Eq + ?Sized,
     {
         let (cell, writer) = self.shard(key);
-        let _w = writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = Held::take(Level::Names, || writer.lock().unwrap_or_else(|e| e.into_inner()));
         let current = cell.load_full();
         if current.get(key).is_some_and(drop_it) {
             let mut copy = HashMap::clone(&current);

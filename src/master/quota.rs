@@ -39,7 +39,7 @@ impl MasterCore {
     }
 
     /// Per-tenant quota accounting (locked).
-    pub fn quotas(&self) -> MutexGuard<'_, BTreeMap<String, TenantQuota>> {
+    pub fn quotas(&self) -> super::Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
         lock(&self.quotas)
     }
 

@@ -16,6 +16,7 @@
 //!   offboarding `segments` step (short), read by allocation and the diagnostic paths. Get never
 //!   takes it: a replica reaches its segment through its own `Arc`.
 
+use super::lock_order::{Held, Level};
 use crate::eligibility::{Purpose, Seam, ServingEligibility};
 use crate::liveness::{ClientId, Owner};
 use crate::sync::{Arc, AtomicBool, AtomicU64, CellArc, Mutex, MutexGuard, Ordering};
@@ -135,8 +136,29 @@ impl Segment {
         self.lifecycle.store(l.index(), Ordering::Release);
     }
 
+    /// Drain's start: `Ok` → `Draining` by CAS (`Draining` stays), or `false` if the segment
+    /// is `Mounting` or `Unmounting`. A CAS, not a check then a store: an unmount storing
+    /// `Unmounting` between the two would have been overwritten with `Draining`, and a segment
+    /// being unmounted would serve reads again (issue 29).
+    pub(crate) fn begin_drain(&self) -> bool {
+        let (ok, draining) = (Lifecycle::Ok.index(), Lifecycle::Draining.index());
+        match self
+            .lifecycle
+            .compare_exchange(ok, draining, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == draining,
+        }
+    }
+
     /// The allocator accounting (a leaf lock: take nothing else while holding it).
-    pub fn alloc(&self) -> MutexGuard<'_, SegmentAlloc> {
+    pub fn alloc(&self) -> Held<MutexGuard<'_, SegmentAlloc>> {
+        Held::take(Level::Leaf, || self.alloc.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The allocator's lock taken past the order check (a test holding every lock at once).
+    #[cfg(test)]
+    pub(crate) fn alloc_raw(&self) -> MutexGuard<'_, SegmentAlloc> {
         self.alloc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -307,4 +329,32 @@ pub enum AllocationStrategy {
     /// Uniformly random among serving segments (seeded): samples a bounded number of
     /// candidates, so its cost does not grow with the number of segments.
     Random,
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
+
+    fn segment(l: Lifecycle) -> Segment {
+        let rec = Arc::new(ClientLivenessRecord::new(ClientId(1), Incarnation::FIRST, 0, 1_000));
+        Segment::new(SegmentId(0), "s".into(), "c".into(), 10, rec.into(), l)
+    }
+
+    /// Drain starts only from `Ok` (or stays `Draining`), and never overwrites a lifecycle an
+    /// unmount or a mount wrote: the CAS of `begin_drain` (issue 29: drain checked, then
+    /// stored `Draining` over whatever was there by then).
+    #[test]
+    fn drain_starts_only_from_ok_and_never_overwrites_unmounting() {
+        for (from, started, after) in [
+            (Lifecycle::Ok, true, Lifecycle::Draining),
+            (Lifecycle::Draining, true, Lifecycle::Draining),
+            (Lifecycle::Mounting, false, Lifecycle::Mounting),
+            (Lifecycle::Unmounting, false, Lifecycle::Unmounting),
+        ] {
+            let s = segment(from);
+            assert_eq!(s.begin_drain(), started, "{from:?}");
+            assert_eq!(s.lifecycle(), after, "{from:?}");
+        }
+    }
 }

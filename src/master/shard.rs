@@ -12,6 +12,7 @@
 //!   eviction, it publishes nothing), so recency values are unique across shards and a
 //!   one-shard master evicts in exactly the global LRU order.
 
+use super::lock_order::{Held, Level};
 use super::object::Object;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use std::collections::BTreeMap;
@@ -127,12 +128,20 @@ impl Shards {
     }
 
     /// Locks shard `i`.
-    pub fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
+    pub fn lock(&self, i: usize) -> Held<MutexGuard<'_, Shard>> {
+        Held::take(Level::Shard, || {
+            self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+        })
+    }
+
+    /// Shard `i`'s lock taken past the order check (a test holding every lock at once).
+    #[cfg(test)]
+    pub(crate) fn lock_raw(&self, i: usize) -> MutexGuard<'_, Shard> {
         self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Locks the shard of `key`.
-    pub fn lock_key(&self, key: &str) -> MutexGuard<'_, Shard> {
+    pub fn lock_key(&self, key: &str) -> Held<MutexGuard<'_, Shard>> {
         self.lock(self.index_of(key))
     }
 

@@ -12,7 +12,7 @@
 //! `tasks` table is a leaf taken inside it.
 
 use super::object::{Replica, ReplicaKind};
-use super::segment::{Lifecycle, Segment, SegmentId};
+use super::segment::{Segment, SegmentId};
 use super::shard::Shard;
 use super::task::{Task, TaskKind};
 use super::{lock, MasterCore, MasterError, Refunds, TaskDesc};
@@ -331,10 +331,9 @@ impl MasterCore {
             .by_name(segment)
             .cloned()
             .ok_or(MasterError::SegmentNotFound)?;
-        if matches!(seg.lifecycle(), Lifecycle::Mounting | Lifecycle::Unmounting) {
+        if !seg.begin_drain() {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
-        seg.set_lifecycle(Lifecycle::Draining);
         let keys: Vec<String> = seg.alloc().keys.iter().cloned().collect();
         let mut out = Vec::new();
         for key in keys {

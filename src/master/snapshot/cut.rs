@@ -54,7 +54,7 @@ fn hold_all(m: &MasterCore, hold: bool) {
 impl MasterCore {
     /// Captures the master's metadata while requests run (see the module doc).
     pub fn snapshot(&self) -> Snapshot {
-        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        let _gate = self.gate_exclusive();
         // Before any shard is copied (see `Segment::hold_frees`); released on every exit.
         let _hold = HoldFrees::start(self);
         let segments = self.segment_snaps();
