@@ -100,7 +100,7 @@ pub fn restore_clients(
         .iter()
         .copied()
         .chain(clients.iter().map(|c| (c.id, c.incarnation)))
-        .find(|(_, n)| *n >= Incarnation::LAST.0)
+        .find(|(_, n)| *n == Incarnation::LAST.0)
     {
         return Err(last_one(id, n));
     }
