@@ -18,6 +18,7 @@
 //! - `tick`: the monitor (a `ManualClock` stepped 10 ms per tick, TTLs 50 ms + 100 ms);
 //! - `ping`: the live clients; `s0` goes silent for short spells (Suspected, then recovered by
 //!   a Ping), `s1` for long ones (Offline, offboarded, then a new incarnation by a mount).
+//!
 //! Offboarding runs on the master's worker threads.
 //!
 //! Bounded in time: `MASTER_SOAK_SECS` seconds (default 8; CI runs the default, keep it ≤ 20).
