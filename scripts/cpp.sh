@@ -65,7 +65,7 @@ printf '#include "mooncake_liveness.h"\nint main(void){return 0;}\n' >"$OUT/c_he
 gcc -std=c11 -Wall -Wextra -Werror -Iinclude "$OUT/c_header.c" -o "$OUT/c_header" "${LINK[@]}"
 
 CXX=(g++ -std=c++17 -Wall -Wextra -Werror -g -Iinclude)
-TESTS=(cpp/test_story.cpp cpp/test_stress.cpp)
+TESTS=(cpp/test_story.cpp cpp/test_stress.cpp cpp/test_after_free.cpp)
 GTEST=(-lgtest -lgtest_main)
 
 build_and_run() { # name, link..., -- flags...

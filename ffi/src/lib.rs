@@ -21,6 +21,7 @@
 
 mod boundary;
 pub mod core_api;
+mod gate;
 mod shared;
 pub mod signal_api;
 pub mod types;

@@ -20,8 +20,12 @@
 //!   `held` (a job the executor refused — full or shut down — and every job it returned at
 //!   shutdown). None is dropped; `held` jobs go into every snapshot with their progress.
 //! - Counters are relaxed atomics: statistics, publishing nothing.
+//! - `gate` is closed by `mlv_core_free` before it stops the threads. A pending mount (which
+//!   holds this state, so it outlives the core) commits only under a pass of the gate, so once
+//!   the free has returned no commit changes a record and no callback runs (`gate.rs`).
 
 use crate::boundary::{invalid, Fail};
+use crate::gate::Gate;
 use crate::types::*;
 use mooncake_liveness::clock::{Clock, ManualClock, SystemClock};
 use mooncake_liveness::config::{resolve, CliOverrides, LivenessConfig, RawConfig};
@@ -97,6 +101,8 @@ pub(crate) struct Shared {
     pub(crate) executor: RwLock<Option<Exec>>,
     pub(crate) held: Mutex<Vec<ClientOffboardingJob>>,
     pub(crate) drain_ms: u64,
+    /// Closed by `mlv_core_free`: a pending mount that outlives the core is inert (`gate.rs`).
+    pub(crate) gate: Gate,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -184,6 +190,7 @@ impl Shared {
             executor: RwLock::new(Some(executor)),
             held: Mutex::new(Vec::new()),
             drain_ms,
+            gate: Gate::default(),
         }))
     }
 

@@ -119,6 +119,9 @@ pub const MLV_LOST_NONE: MlvLostReason = 0;
 pub const MLV_LOST_WENT_OFFLINE: MlvLostReason = 1;
 /// A concurrent first mount of the same client id published first.
 pub const MLV_LOST_RACED: MlvLostReason = 2;
+/// The core was freed (`mlv_core_free`) before the commit: nothing was committed and no
+/// callback ran.
+pub const MLV_LOST_CORE_FREED: MlvLostReason = 3;
 
 /// A client id: Mooncake's UUID pair (`first` = `hi`, `second` = `lo`).
 #[repr(C)]
