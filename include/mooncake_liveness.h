@@ -52,7 +52,8 @@ typedef struct MlvConfig {
   uint64_t suspicion_ttl_ms;
   // `monitor_tick_ms` (fixed when the core is made; a reload does not change it).
   uint64_t monitor_tick_ms;
-  // `offboarding_workers` (fixed when the core is made).
+  // `offboarding_workers` (fixed when the core is made; at most 256, the library's
+  // `MAX_OFFBOARDING_WORKERS`: more is `MLV_INVALID_PARAMS`).
   uint32_t offboarding_workers;
   // `offboarding_retry_backoff_ms`.
   uint64_t offboarding_retry_backoff_ms;

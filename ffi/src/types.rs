@@ -159,7 +159,8 @@ pub struct MlvConfig {
     pub suspicion_ttl_ms: u64,
     /// `monitor_tick_ms` (fixed when the core is made; a reload does not change it).
     pub monitor_tick_ms: u64,
-    /// `offboarding_workers` (fixed when the core is made).
+    /// `offboarding_workers` (fixed when the core is made; at most 256, the library's
+    /// `MAX_OFFBOARDING_WORKERS`: more is `MLV_INVALID_PARAMS`).
     pub offboarding_workers: u32,
     /// `offboarding_retry_backoff_ms`.
     pub offboarding_retry_backoff_ms: u64,
