@@ -28,11 +28,15 @@
 typedef struct MlvCore MlvCore;
 
 // A reference to one client incarnation's liveness record (opaque). Owns the record: valid
-// until `mlv_handle_release`, even after the incarnation is offboarded or the core freed (it
-// then answers "not serving" forever: a later incarnation is a different record).
+// until `mlv_handle_release`, even after the incarnation is offboarded (it then answers "not
+// serving" forever: a later incarnation is a different record) or the core freed (it then
+// answers the state the incarnation had at the free, which nothing changes any more). A
+// handle never calls back.
 typedef struct MlvHandle MlvHandle;
 
-// A mount between `mlv_mount_begin` and `mlv_mount_commit` / `mlv_mount_abort` (opaque).
+// A mount between `mlv_mount_begin` and `mlv_mount_commit` / `mlv_mount_abort` (opaque). It
+// may outlive its core: after `mlv_core_free` both calls are inert (they release the mount
+// and return `MLV_UNAVAILABLE_IN_CURRENT_STATUS`; nothing is committed, no callback runs).
 typedef struct MlvMount MlvMount;
 
 // A status code. Values are Mooncake's `ErrorCode` numbers (`mooncake-store/include/types.h`),
@@ -48,7 +52,8 @@ typedef struct MlvConfig {
   uint64_t suspicion_ttl_ms;
   // `monitor_tick_ms` (fixed when the core is made; a reload does not change it).
   uint64_t monitor_tick_ms;
-  // `offboarding_workers` (fixed when the core is made).
+  // `offboarding_workers` (fixed when the core is made; at most 256, the library's
+  // `MAX_OFFBOARDING_WORKERS`: more is `MLV_INVALID_PARAMS`).
   uint32_t offboarding_workers;
   // `offboarding_retry_backoff_ms`.
   uint64_t offboarding_retry_backoff_ms;
@@ -360,6 +365,10 @@ typedef uint32_t MlvStep;
 // A concurrent first mount of the same client id published first.
 #define MLV_LOST_RACED 2
 
+// The core was freed (`mlv_core_free`) before the commit: nothing was committed and no
+// callback ran.
+#define MLV_LOST_CORE_FREED 3
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -388,11 +397,23 @@ MlvStatus mlv_core_options_default(struct MlvCoreOptions *out);
 MlvStatus mlv_core_new(const struct MlvCoreOptions *options, struct MlvCore **out);
 
 // Stops the monitor thread and the offboarding workers (jobs not completed are dropped with
-// the core: call `mlv_core_shutdown` first to export them) and frees the core. Handles stay
-// valid (they own their record) and must still be released. Null is a no-op.
+// the core: call `mlv_core_shutdown` first to export them) and frees the core. Null is a no-op.
 //
-// Thread-safety: no other call on this core may run concurrently or afterwards. Blocks until
-// the core's threads have stopped (a running step callback finishes its batch).
+// After it returns no callback of this core runs again, and objects that outlive the core are
+// inert:
+// - a pending `MlvMount`: `mlv_mount_commit` commits nothing, calls nothing and returns
+//   `MLV_UNAVAILABLE_IN_CURRENT_STATUS` with `lost = MLV_LOST_CORE_FREED` (undo the mount
+//   work); `mlv_mount_abort` returns `MLV_UNAVAILABLE_IN_CURRENT_STATUS`. Both still consume
+//   the mount: call one of them to release it.
+// - an `MlvHandle` owns its record: it stays valid until `mlv_handle_release` and answers the
+//   state the incarnation had when the core was freed (no monitor changes it any more).
+// - `MlvBytes` are plain memory, freed by `mlv_bytes_free` as before.
+//
+// Thread-safety: no other call on this core may run concurrently or afterwards. A commit of a
+// pending mount may run concurrently on another thread: it either completes, its `on_event`
+// callback included, before this function returns, or it is inert as above. Blocks until the
+// core's threads have stopped (a running step callback finishes its batch) and until such a
+// commit in progress has finished. Not from a callback.
 //
 // # Safety
 // `core` is null or a core from `mlv_core_new` not yet freed.
@@ -525,6 +546,11 @@ MlvStatus mlv_mount_begin(const struct MlvCore *core,
 // delivered to `on_event` on this thread. Thread-safe; lock-free but for publishing a new
 // incarnation (one registry shard's writer lock, never taken by Ping).
 //
+// After the core is freed: inert — nothing is committed, no callback runs, `*handle` is not
+// written, and the result is `MLV_UNAVAILABLE_IN_CURRENT_STATUS` with `lost =
+// MLV_LOST_CORE_FREED`. A commit concurrent with `mlv_core_free` either completes (callback
+// included) before the free returns, or is inert.
+//
 // # Safety
 // `mount` is null or a pending mount; `result` and `handle` null or writable.
 MlvStatus mlv_mount_commit(struct MlvMount *mount,
@@ -532,7 +558,9 @@ MlvStatus mlv_mount_commit(struct MlvMount *mount,
                            struct MlvHandle **handle);
 
 // Abandons a mount whose work failed: nothing is signalled, recovered or created. Consumes
-// `mount`. Thread-safe; never blocks.
+// `mount`. After the core is freed it still consumes it and returns
+// `MLV_UNAVAILABLE_IN_CURRENT_STATUS` (nothing else happens either way). Thread-safe; never
+// blocks.
 //
 // # Safety
 // `mount` is null or a pending mount.

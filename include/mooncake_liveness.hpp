@@ -1,6 +1,13 @@
 // mooncake_liveness.hpp: a C++17 RAII wrapper over mooncake_liveness.h.
 //
 // - Core, Handle and PendingMount are move-only and free their C object in the destructor.
+// - A Handle or PendingMount may outlive its Core. Once the Core is destroyed (its destructor
+//   frees the callbacks right after mlv_core_free returns), nothing calls back any more: a
+//   PendingMount's commit() commits nothing and returns UnavailableInCurrentStatus with
+//   `result.lost == MLV_LOST_CORE_FREED` (undo the mount work), abort() releases it; a Handle
+//   keeps answering the state its incarnation had when the Core was destroyed. A commit() on
+//   another thread concurrent with the destruction either completes, callback included,
+//   before mlv_core_free returns, or is inert.
 // - Callbacks are std::function objects behind C trampolines; an exception thrown by a step
 //   callback is caught in the trampoline and reported as a failed step (it is retried), an
 //   exception from on_event / on_offboarded is swallowed (nothing may unwind into Rust).
@@ -217,14 +224,15 @@ public:
 
     /// The incarnation the mount work binds to.
     uint64_t incarnation() const { return incarnation_; }
-    /// Commits; UnavailableInCurrentStatus means "lost: undo the work" (`result.lost` says why).
+    /// Commits; UnavailableInCurrentStatus means "lost: undo the work" (`result.lost` says why;
+    /// MLV_LOST_CORE_FREED once the Core is destroyed: then nothing is committed or called).
     Result<Handle> commit(MlvMountResult* result = nullptr) {
         MlvHandle* h = nullptr;
         MlvStatus s = mlv_mount_commit(std::exchange(m_, nullptr), result, &h);
         if (s != MLV_OK) return to_status(s);
         return Handle(h);
     }
-    /// Abandons the mount (its work failed). Idempotent.
+    /// Abandons the mount (its work failed). Idempotent; also after the Core is destroyed.
     void abort() noexcept {
         if (m_) mlv_mount_abort(std::exchange(m_, nullptr));
     }
@@ -364,7 +372,7 @@ private:
     Core(MlvCore* c, std::unique_ptr<Callbacks> cb) : c_(c), cb_(std::move(cb)) {}
     void destroy() noexcept {
         if (c_) mlv_core_free(std::exchange(c_, nullptr));
-        cb_.reset();  // after the core: no callback can run any more
+        cb_.reset();  // after the core: no callback can run any more, pending mounts included
     }
     MlvCore* c_ = nullptr;
     std::unique_ptr<Callbacks> cb_;

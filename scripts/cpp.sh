@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The C ABI from C and C++ (issue 14): builds the FFI staticlib, checks that the committed
 # cbindgen header is fresh, compiles the header as C11, builds and runs the GoogleTest suite
-# plain, under ASan+UBSan and under TSan, and builds and runs examples/cpp/mini_master.cpp.
+# (cpp/test_*.cpp; test_after_free.cpp: objects that outlive their Core, issue 29) plain, under
+# ASan+UBSan and under TSan, and builds and runs examples/cpp/mini_master.cpp.
 #
 #   scripts/cpp.sh                 # what scripts/test.sh runs (~3-4 min on 2 cores, warm cargo cache)
 #   scripts/cpp.sh --regen-header  # rewrite include/mooncake_liveness.h from ffi/
@@ -65,7 +66,7 @@ printf '#include "mooncake_liveness.h"\nint main(void){return 0;}\n' >"$OUT/c_he
 gcc -std=c11 -Wall -Wextra -Werror -Iinclude "$OUT/c_header.c" -o "$OUT/c_header" "${LINK[@]}"
 
 CXX=(g++ -std=c++17 -Wall -Wextra -Werror -g -Iinclude)
-TESTS=(cpp/test_story.cpp cpp/test_stress.cpp)
+TESTS=(cpp/test_story.cpp cpp/test_stress.cpp cpp/test_after_free.cpp)
 GTEST=(-lgtest -lgtest_main)
 
 build_and_run() { # name, link..., -- flags...

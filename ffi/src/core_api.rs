@@ -110,11 +110,23 @@ pub unsafe extern "C" fn mlv_core_new(options: *const MlvCoreOptions, out: *mut 
 }
 
 /// Stops the monitor thread and the offboarding workers (jobs not completed are dropped with
-/// the core: call `mlv_core_shutdown` first to export them) and frees the core. Handles stay
-/// valid (they own their record) and must still be released. Null is a no-op.
+/// the core: call `mlv_core_shutdown` first to export them) and frees the core. Null is a no-op.
 ///
-/// Thread-safety: no other call on this core may run concurrently or afterwards. Blocks until
-/// the core's threads have stopped (a running step callback finishes its batch).
+/// After it returns no callback of this core runs again, and objects that outlive the core are
+/// inert:
+/// - a pending `MlvMount`: `mlv_mount_commit` commits nothing, calls nothing and returns
+///   `MLV_UNAVAILABLE_IN_CURRENT_STATUS` with `lost = MLV_LOST_CORE_FREED` (undo the mount
+///   work); `mlv_mount_abort` returns `MLV_UNAVAILABLE_IN_CURRENT_STATUS`. Both still consume
+///   the mount: call one of them to release it.
+/// - an `MlvHandle` owns its record: it stays valid until `mlv_handle_release` and answers the
+///   state the incarnation had when the core was freed (no monitor changes it any more).
+/// - `MlvBytes` are plain memory, freed by `mlv_bytes_free` as before.
+///
+/// Thread-safety: no other call on this core may run concurrently or afterwards. A commit of a
+/// pending mount may run concurrently on another thread: it either completes, its `on_event`
+/// callback included, before this function returns, or it is inert as above. Blocks until the
+/// core's threads have stopped (a running step callback finishes its batch) and until such a
+/// commit in progress has finished. Not from a callback.
 ///
 /// # Safety
 /// `core` is null or a core from `mlv_core_new` not yet freed.
@@ -130,6 +142,8 @@ pub unsafe extern "C" fn mlv_core_free(core: *mut MlvCore) -> MlvStatus {
         // (the tag is overwritten before the box is dropped).
         let mut boxed = unsafe { Box::from_raw(core) };
         boxed.tag = TAG_DEAD;
+        // First: from here on a pending mount is inert, and a commit in progress has finished.
+        boxed.shared.gate.close();
         shutdown_threads(&boxed.shared, Duration::ZERO);
         drop(boxed);
         Ok(())

@@ -15,12 +15,17 @@
 //!   integers and oversize inputs give `MLV_INVALID_PARAMS`, never undefined behaviour.
 //! - Each function's documentation says what may run concurrently with it and what it may
 //!   block on. In short: everything is thread-safe except freeing an object while it is used.
+//! - Freeing a core makes every object that outlives it inert, and no callback runs after
+//!   `mlv_core_free` returns: a pending mount's commit or abort is an error that changes and
+//!   calls nothing (a commit racing with the free finishes before it returns or is inert;
+//!   `gate.rs`), a handle only reads its own record, and the core's threads are joined.
 //! - `unsafe` exists only in this crate, each block with a `SAFETY` comment.
 #![warn(missing_docs, unreachable_pub)]
 #![allow(clippy::missing_safety_doc)] // every `# Safety` section is written; clippy misses some forms
 
 mod boundary;
 pub mod core_api;
+mod gate;
 mod shared;
 pub mod signal_api;
 pub mod types;

@@ -20,17 +20,22 @@
 //!   `held` (a job the executor refused — full or shut down — and every job it returned at
 //!   shutdown). None is dropped; `held` jobs go into every snapshot with their progress.
 //! - Counters are relaxed atomics: statistics, publishing nothing.
+//! - `gate` is closed by `mlv_core_free` before it stops the threads. A pending mount (which
+//!   holds this state, so it outlives the core) commits only under a pass of the gate, so once
+//!   the free has returned no commit changes a record and no callback runs (`gate.rs`).
 
 use crate::boundary::{invalid, Fail};
+use crate::gate::Gate;
 use crate::types::*;
 use mooncake_liveness::clock::{Clock, ManualClock, SystemClock};
 use mooncake_liveness::config::{resolve, CliOverrides, LivenessConfig, RawConfig};
 use mooncake_liveness::monitor::{LivenessEvent, Monitor, MonitorThread, TickReport};
-use mooncake_liveness::offboarding::executor::{Executor, ExecutorConfig, SharedSteps};
+use mooncake_liveness::offboarding::executor::{spawn_worker, Executor, ExecutorConfig, SharedSteps, WorkerBody};
 use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Progress, Step};
 use mooncake_liveness::{telemetry, Liveness, Transition};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
 
 /// Relaxed event counters (see `MlvStats`).
 #[derive(Debug, Default)]
@@ -97,6 +102,8 @@ pub(crate) struct Shared {
     pub(crate) executor: RwLock<Option<Exec>>,
     pub(crate) held: Mutex<Vec<ClientOffboardingJob>>,
     pub(crate) drain_ms: u64,
+    /// Closed by `mlv_core_free`: a pending mount that outlives the core is inert (`gate.rs`).
+    pub(crate) gate: Gate,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -138,6 +145,18 @@ pub(crate) fn resolve_config(config: &MlvConfig, text: Option<&[u8]>) -> Result<
 impl Shared {
     /// A core on `clock` with `config`; starts the executor's workers.
     pub(crate) fn new(config: LivenessConfig, clock: MlvClockKind, callbacks: MlvCallbacks) -> Result<Arc<Self>, Fail> {
+        Self::new_with(config, clock, callbacks, spawn_worker)
+    }
+
+    /// [`new`](Self::new), starting the workers with `spawn` (the executor's seam: tests
+    /// inject a failure). If one cannot start, the executor stops and joins the others, so a
+    /// failed `mlv_core_new` leaves no thread holding the callbacks.
+    fn new_with(
+        config: LivenessConfig,
+        clock: MlvClockKind,
+        callbacks: MlvCallbacks,
+        spawn: impl FnMut(usize, WorkerBody) -> std::io::Result<JoinHandle<()>>,
+    ) -> Result<Arc<Self>, Fail> {
         let (base, manual): (Arc<dyn Clock>, _) = match clock {
             MLV_CLOCK_SYSTEM => (Arc::new(SystemClock::new()), None),
             MLV_CLOCK_MANUAL => {
@@ -159,7 +178,7 @@ impl Shared {
             counters: counters.clone(),
         });
         let done = counters.clone();
-        let executor = Executor::spawn(steps, liveness.clone(), exec_config, move |c| {
+        let on_complete = move |c: mooncake_liveness::offboarding::Completed| {
             bump(&done.jobs_completed, 1);
             let callbacks: &MlvCallbacks = &callbacks; // capture the whole (Sync) struct
             if let Some(f) = callbacks.on_offboarded {
@@ -172,8 +191,9 @@ impl Shared {
                 // SAFETY: `mlv_core_new`'s contract (valid, thread-safe, no unwinding).
                 unsafe { f(callbacks.user_data, &job) };
             }
-        })
-        .map_err(|e| Fail(MLV_INTERNAL_ERROR, format!("cannot start offboarding workers: {e}")))?;
+        };
+        let executor = Executor::spawn_with(steps, liveness.clone(), exec_config, on_complete, spawn)
+            .map_err(|e| Fail(MLV_INTERNAL_ERROR, format!("cannot start offboarding workers: {e}")))?;
         let monitor = Monitor::new(&liveness);
         Ok(Arc::new(Shared {
             liveness,
@@ -184,6 +204,7 @@ impl Shared {
             executor: RwLock::new(Some(executor)),
             held: Mutex::new(Vec::new()),
             drain_ms,
+            gate: Gate::default(),
         }))
     }
 
@@ -281,5 +302,42 @@ impl Shared {
             }
         };
         lock(&self.held).extend(refused);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29, defect 5 through the C ABI's constructor: the third of four workers cannot
+    /// start; the two started are stopped and joined before the error comes back.
+    #[test]
+    fn a_core_whose_workers_cannot_all_start_leaves_no_thread_behind() {
+        let config = LivenessConfig {
+            offboarding_workers: 4,
+            ..LivenessConfig::default()
+        };
+        let started = Arc::new(AtomicU64::new(0));
+        let exited = Arc::new(AtomicU64::new(0));
+        let (s, e) = (started.clone(), exited.clone());
+        let spawn = move |i: usize, body: WorkerBody| {
+            if i == 2 {
+                return Err(std::io::Error::other("injected"));
+            }
+            s.fetch_add(1, Ordering::SeqCst);
+            let e = e.clone();
+            std::thread::Builder::new().spawn(move || {
+                body();
+                e.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let r = Shared::new_with(config, MLV_CLOCK_MANUAL, MlvCallbacks::default(), spawn);
+        let Err(Fail(code, msg)) = r else {
+            panic!("the core was made without its workers")
+        };
+        assert_eq!(code, MLV_INTERNAL_ERROR);
+        assert_eq!(started.load(Ordering::SeqCst), 2);
+        assert_eq!(exited.load(Ordering::SeqCst), 2, "started workers left running");
+        assert!(msg.contains("worker 2 of 4") && msg.contains("injected"), "{msg}");
     }
 }

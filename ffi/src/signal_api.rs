@@ -11,8 +11,10 @@ use mooncake_liveness::{ClientId, ClientLivenessRecord, Incarnation, PingStatus}
 use std::sync::Arc;
 
 /// A reference to one client incarnation's liveness record (opaque). Owns the record: valid
-/// until `mlv_handle_release`, even after the incarnation is offboarded or the core freed (it
-/// then answers "not serving" forever: a later incarnation is a different record).
+/// until `mlv_handle_release`, even after the incarnation is offboarded (it then answers "not
+/// serving" forever: a later incarnation is a different record) or the core freed (it then
+/// answers the state the incarnation had at the free, which nothing changes any more). A
+/// handle never calls back.
 pub struct MlvHandle {
     tag: u64,
     /// The record and a direct reference to its word in the word slab, so the hot path loads
@@ -20,7 +22,9 @@ pub struct MlvHandle {
     owner: Owner,
 }
 
-/// A mount between `mlv_mount_begin` and `mlv_mount_commit` / `mlv_mount_abort` (opaque).
+/// A mount between `mlv_mount_begin` and `mlv_mount_commit` / `mlv_mount_abort` (opaque). It
+/// may outlive its core: after `mlv_core_free` both calls are inert (they release the mount
+/// and return `MLV_UNAVAILABLE_IN_CURRENT_STATUS`; nothing is committed, no callback runs).
 pub struct MlvMount {
     tag: u64,
     shared: Arc<Shared>,
@@ -148,6 +152,11 @@ unsafe fn take_mount(m: *mut MlvMount) -> Result<Box<MlvMount>, Fail> {
 /// delivered to `on_event` on this thread. Thread-safe; lock-free but for publishing a new
 /// incarnation (one registry shard's writer lock, never taken by Ping).
 ///
+/// After the core is freed: inert — nothing is committed, no callback runs, `*handle` is not
+/// written, and the result is `MLV_UNAVAILABLE_IN_CURRENT_STATUS` with `lost =
+/// MLV_LOST_CORE_FREED`. A commit concurrent with `mlv_core_free` either completes (callback
+/// included) before the free returns, or is inert.
+///
 /// # Safety
 /// `mount` is null or a pending mount; `result` and `handle` null or writable.
 #[no_mangle]
@@ -161,6 +170,17 @@ pub unsafe extern "C" fn mlv_mount_commit(
         let m = unsafe { take_mount(mount) }?;
         let MlvMount { shared, pending, .. } = *m;
         let incarnation = pending.record().incarnation().0;
+        // Declared after `shared`, so dropped before it (the pass borrows the gate).
+        let Some(_pass) = shared.gate.enter() else {
+            let r = MlvMountResult {
+                incarnation,
+                lost: MLV_LOST_CORE_FREED,
+                ..MlvMountResult::default()
+            };
+            // SAFETY: null or writable by contract.
+            unsafe { put(result, r) };
+            return Err(core_freed(incarnation));
+        };
         match shared.liveness.commit_mount(pending) {
             Ok(c) => {
                 if let Some(t) = &c.recovered {
@@ -202,7 +222,9 @@ pub unsafe extern "C" fn mlv_mount_commit(
 }
 
 /// Abandons a mount whose work failed: nothing is signalled, recovered or created. Consumes
-/// `mount`. Thread-safe; never blocks.
+/// `mount`. After the core is freed it still consumes it and returns
+/// `MLV_UNAVAILABLE_IN_CURRENT_STATUS` (nothing else happens either way). Thread-safe; never
+/// blocks.
 ///
 /// # Safety
 /// `mount` is null or a pending mount.
@@ -210,9 +232,19 @@ pub unsafe extern "C" fn mlv_mount_commit(
 pub unsafe extern "C" fn mlv_mount_abort(mount: *mut MlvMount) -> MlvStatus {
     guard("mlv_mount_abort", || {
         // SAFETY: contract.
-        drop(unsafe { take_mount(mount) }?);
+        let m = unsafe { take_mount(mount) }?;
+        if m.shared.gate.is_closed() {
+            return Err(core_freed(m.pending.record().incarnation().0));
+        }
         Ok(())
     })
+}
+
+fn core_freed(incarnation: u64) -> Fail {
+    Fail(
+        MLV_UNAVAILABLE_IN_CURRENT_STATUS,
+        format!("the core was freed: the mount of incarnation {incarnation} is inert (nothing committed)"),
+    )
 }
 
 /// Marks the current incarnation of `client` ready (ReMount finished) or not; never changes

@@ -119,6 +119,9 @@ pub const MLV_LOST_NONE: MlvLostReason = 0;
 pub const MLV_LOST_WENT_OFFLINE: MlvLostReason = 1;
 /// A concurrent first mount of the same client id published first.
 pub const MLV_LOST_RACED: MlvLostReason = 2;
+/// The core was freed (`mlv_core_free`) before the commit: nothing was committed and no
+/// callback ran.
+pub const MLV_LOST_CORE_FREED: MlvLostReason = 3;
 
 /// A client id: Mooncake's UUID pair (`first` = `hi`, `second` = `lo`).
 #[repr(C)]
@@ -156,7 +159,8 @@ pub struct MlvConfig {
     pub suspicion_ttl_ms: u64,
     /// `monitor_tick_ms` (fixed when the core is made; a reload does not change it).
     pub monitor_tick_ms: u64,
-    /// `offboarding_workers` (fixed when the core is made).
+    /// `offboarding_workers` (fixed when the core is made; at most 256, the library's
+    /// `MAX_OFFBOARDING_WORKERS`: more is `MLV_INVALID_PARAMS`).
     pub offboarding_workers: u32,
     /// `offboarding_retry_backoff_ms`.
     pub offboarding_retry_backoff_ms: u64,

@@ -16,7 +16,7 @@
 //! | `stall_bound_ms` | ms | active TTL / 2 (at least 1) | A monitor tick running later than this is a master stall. |
 //! | `stall_brake` | bool | `true` | On a detected stall, extend every deadline by the stall (no client is blamed for time the master could not hear it). `false`: report the stall only. |
 //! | `offboarding_mode` | `"sync"` / `"async"` | `"sync"` | `sync`: each job runs inline, at the tick that commits Offline. `async`: jobs are queued to a pool of `offboarding_workers` threads. |
-//! | `offboarding_workers` | count, ≥ 1 | `1` | Worker threads in `async` mode. |
+//! | `offboarding_workers` | count, 1 to 256 | `1` | Worker threads in `async` mode. At most [`MAX_OFFBOARDING_WORKERS`] (256): jobs are rate-limited and run bounded batches, so more threads than cores only wait for each other. |
 //! | `offboarding_batch_size` | count, ≥ 1 | `64` | Jobs a worker takes from the queue at a time. |
 //! | `offboarding_retry_backoff_ms` | ms | `200` | Delay before the first retry of a failed job; doubles per attempt. |
 //! | `offboarding_retry_max_backoff_ms` | ms, ≥ backoff | `5000` | Cap of the retry delay. |
@@ -110,6 +110,12 @@ pub use source::{CliOverrides, RawConfig};
 /// overflow everywhere downstream.
 pub const MAX_DURATION_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
 
+/// Most `offboarding_workers` any configuration accepts: 256 threads. Jobs are rate-limited
+/// (`offboarding_rate_per_sec`, `offboarding_burst`) and each runs bounded batches, so workers
+/// beyond the master's cores only wait for the queue and the metadata shards; the bound keeps
+/// a typo (`1e6`) from trying to start a million threads.
+pub const MAX_OFFBOARDING_WORKERS: usize = 256;
+
 const DEFAULT_ACTIVE_TTL_MS: u64 = 10_000;
 const DEFAULT_SUSPICION_TTL_MS: u64 = 20_000;
 
@@ -128,7 +134,7 @@ pub struct LivenessConfig {
     pub stall_brake: bool,
     /// `offboarding_mode`.
     pub offboarding_mode: OffboardingMode,
-    /// `offboarding_workers` (≥ 1).
+    /// `offboarding_workers` (1 to [`MAX_OFFBOARDING_WORKERS`]).
     pub offboarding_workers: usize,
     /// `offboarding_batch_size` (≥ 1).
     pub offboarding_batch_size: usize,

@@ -7,7 +7,7 @@
 
 use super::error::{invalid, non_positive, not_finite, ConfigError};
 use super::source::RawValue;
-use super::validate::{check_fraction, check_rate, check_whole};
+use super::validate::{check_fraction, check_rate, check_whole, DURATION_BOUND};
 use super::{OffboardingMode, MAX_DURATION_MS};
 use serde_json::Value;
 
@@ -109,7 +109,7 @@ fn parse_whole(key: &str, v: &RawValue, shown: &str, expected: &'static str) -> 
 
 pub(super) fn parse_ms(key: &str, v: &RawValue, shown: &str) -> Result<u64, ConfigError> {
     let n = parse_whole(key, v, shown, "a whole number of milliseconds")?;
-    check_whole(key, n, Some(MAX_DURATION_MS), "ms", shown)?;
+    check_whole(key, n, Some(MAX_DURATION_MS), DURATION_BOUND, shown)?;
     Ok(u64::try_from(n).unwrap_or(MAX_DURATION_MS)) // n <= MAX_DURATION_MS: always Ok
 }
 

@@ -6,7 +6,7 @@
 //! [`ConfigHandle::reload`](super::ConfigHandle::reload) end here.
 
 use super::error::{invalid, non_positive, not_finite, ConfigError};
-use super::{LivenessConfig, MAX_DURATION_MS};
+use super::{LivenessConfig, MAX_DURATION_MS, MAX_OFFBOARDING_WORKERS};
 
 impl LivenessConfig {
     /// Checks every invariant of a resolved configuration. Errors name the field
@@ -27,10 +27,18 @@ impl LivenessConfig {
             ("shutdown_drain_ms", self.shutdown_drain_ms),
         ];
         for (key, ms) in durations {
-            check_whole(key, ms as u128, Some(MAX_DURATION_MS), "ms", &ms.to_string())?;
+            check_whole(key, ms as u128, Some(MAX_DURATION_MS), DURATION_BOUND, &ms.to_string())?;
         }
+        let workers = self.offboarding_workers;
+        let workers_bound = Some(MAX_OFFBOARDING_WORKERS as u64);
+        check_whole(
+            "offboarding_workers",
+            workers as u128,
+            workers_bound,
+            WORKERS_BOUND,
+            &workers.to_string(),
+        )?;
         let counts = [
-            ("offboarding_workers", self.offboarding_workers as u128),
             ("offboarding_batch_size", self.offboarding_batch_size as u128),
             ("offboarding_burst", u128::from(self.offboarding_burst)),
             ("mass_suspicion_min_clients", self.mass_suspicion_min_clients as u128),
@@ -52,14 +60,20 @@ impl LivenessConfig {
     }
 }
 
-/// Checks a whole number is ≥ 1 and at most `max` (`unit` names the unit in the message).
-pub(super) fn check_whole(key: &str, n: u128, max: Option<u64>, unit: &str, shown: &str) -> Result<(), ConfigError> {
+/// What follows the bound of a duration in an error message.
+pub(super) const DURATION_BOUND: &str = "ms (10 years)";
+/// What follows the bound of `offboarding_workers` in an error message.
+pub(super) const WORKERS_BOUND: &str = "(worker threads; MAX_OFFBOARDING_WORKERS)";
+
+/// Checks a whole number is ≥ 1 and at most `max` (`what` follows the bound in the message:
+/// its unit and why).
+pub(super) fn check_whole(key: &str, n: u128, max: Option<u64>, what: &str, shown: &str) -> Result<(), ConfigError> {
     if n == 0 {
         return Err(non_positive(key, shown));
     }
     if let Some(max) = max {
         if n > u128::from(max) {
-            let req = format!("must be at most {max} {unit} (10 years)");
+            let req = format!("must be at most {max} {what}");
             return Err(invalid(key, req.trim_end().to_owned(), shown));
         }
     }
@@ -116,6 +130,13 @@ mod tests {
             ),
             (
                 LivenessConfig {
+                    offboarding_workers: MAX_OFFBOARDING_WORKERS + 1,
+                    ..Default::default()
+                },
+                "offboarding_workers must be at most 256 (worker threads; MAX_OFFBOARDING_WORKERS), got 257",
+            ),
+            (
+                LivenessConfig {
                     offboarding_rate_per_sec: f64::NAN,
                     ..Default::default()
                 },
@@ -148,5 +169,10 @@ mod tests {
             assert!(msg.contains(want), "{msg}");
         }
         LivenessConfig::default().validate().unwrap();
+        let most = LivenessConfig {
+            offboarding_workers: MAX_OFFBOARDING_WORKERS,
+            ..Default::default()
+        };
+        most.validate().expect("the bound itself is accepted");
     }
 }

@@ -30,6 +30,9 @@
 //!   the close by the types; a handle that lets several threads submit and one shut down (the
 //!   master's pool) is a lock around an `Option`, which orders them by the lock. The queue's
 //!   `PushError::Closed` therefore reaches no caller of this API today; `Full` does.
+//! - Start-up is all or nothing: if a worker cannot be started, `spawn_with` sets `stop` and
+//!   joins the workers already started before it returns the error (no job exists yet), so no
+//!   thread outlives a failed start holding the target or the liveness core.
 //! - Time: the idle sleep and the drain's deadline go through `sync::sleep` and
 //!   `sync::Deadline`, so under `--cfg loom` (no clock) they are a yield and a count of polls and
 //!   no `Instant` decides a branch. The loom models `loom_tests/executor_*.rs` (shutdown drain,
@@ -42,7 +45,7 @@ use super::{
     complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, OffboardingSteps, Progress, Step,
 };
 use crate::clock::Clock;
-use crate::config::LivenessConfig;
+use crate::config::{LivenessConfig, MAX_OFFBOARDING_WORKERS};
 use crate::liveness::Liveness;
 use crate::sync::{self, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Deadline, Mutex, Ordering};
 use std::collections::BTreeMap;
@@ -107,6 +110,15 @@ impl ExecutorConfig {
 
 type OnComplete = Box<dyn Fn(Completed) + Send + Sync>;
 
+/// A worker thread's body, handed to the spawner of [`Executor::spawn_with`].
+pub type WorkerBody = Box<dyn FnOnce() + Send + 'static>;
+
+/// Starts worker `index` running `body` on a thread named `offboarding-{index}`: the spawner
+/// [`Executor::spawn`] uses.
+pub fn spawn_worker(index: usize, body: WorkerBody) -> std::io::Result<thread::JoinHandle<()>> {
+    thread::Builder::new().name(format!("offboarding-{index}")).spawn(body)
+}
+
 struct Inner<T: ?Sized> {
     consumer: Mutex<Consumer<ClientOffboardingJob>>,
     retries: Mutex<BTreeMap<(u64, u64), ClientOffboardingJob>>,
@@ -145,12 +157,39 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
     /// Starts `config.workers` workers running jobs against `target`; `liveness` provides the
     /// registry (compare-and-erase) and the clock (retry schedule); `on_complete` sees every
     /// completed job.
+    ///
+    /// Errors: more than [`MAX_OFFBOARDING_WORKERS`] workers (`InvalidInput`, before any
+    /// starts); a worker that cannot be started (the spawn error's kind, the message naming the
+    /// worker). In both cases no thread is left behind: the workers already started are stopped
+    /// and joined before it returns, so nothing they held (`target`, `liveness`) is kept.
     pub fn spawn(
         target: Arc<T>,
         liveness: Arc<Liveness>,
         config: ExecutorConfig,
         on_complete: impl Fn(Completed) + Send + Sync + 'static,
     ) -> std::io::Result<Self> {
+        Self::spawn_with(target, liveness, config, on_complete, spawn_worker)
+    }
+
+    /// [`spawn`](Self::spawn), starting each worker with `spawn(index, body)` instead of
+    /// [`spawn_worker`] (a seam: tests inject a failure; an embedder may set a stack size or
+    /// pin threads).
+    pub fn spawn_with(
+        target: Arc<T>,
+        liveness: Arc<Liveness>,
+        config: ExecutorConfig,
+        on_complete: impl Fn(Completed) + Send + Sync + 'static,
+        mut spawn: impl FnMut(usize, WorkerBody) -> std::io::Result<thread::JoinHandle<()>>,
+    ) -> std::io::Result<Self> {
+        if config.workers > MAX_OFFBOARDING_WORKERS {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} offboarding workers requested, more than the limit of {MAX_OFFBOARDING_WORKERS}",
+                    config.workers
+                ),
+            ));
+        }
         let (producer, consumer) = queue::channel(config.capacity.max(1));
         let now = liveness.clock().base().now_ms();
         let inner = Arc::new(Inner {
@@ -167,13 +206,27 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
             target,
             config,
         });
-        let mut workers = Vec::new();
-        for i in 0..inner.config.workers {
-            let inner = inner.clone();
-            let handle = thread::Builder::new()
-                .name(format!("offboarding-{i}"))
-                .spawn(move || inner.work())?;
-            workers.push(handle);
+        let n = inner.config.workers;
+        let mut workers = Vec::with_capacity(n);
+        for i in 0..n {
+            let body = {
+                let inner = inner.clone();
+                Box::new(move || inner.work())
+            };
+            match spawn(i, body) {
+                Ok(handle) => workers.push(handle),
+                Err(e) => {
+                    // No job was submitted yet: stopping is all the started workers need.
+                    inner.stop.store(true, Ordering::Release);
+                    for w in workers {
+                        let _ = w.join();
+                    }
+                    let msg = format!(
+                        "cannot start offboarding worker {i} of {n}: {e} (the {i} started were stopped and joined)"
+                    );
+                    return Err(std::io::Error::new(e.kind(), msg));
+                }
+            }
         }
         Ok(Self {
             producer,
