@@ -5,7 +5,7 @@
 //! | path | progress | bound |
 //! |---|---|---|
 //! | serving check (`is_serving`, `should_retain`) | wait-free | one `Acquire` load and a compare |
-//! | Ping | lock-free | an arc-swap load of one registry shard (wait-free in the common case), a hash probe, one CAS loop on the word; the loop retries only when the monitor or another signal changed the same word in between |
+//! | Ping | lock-free, on every outcome | an arc-swap load of one registry shard (wait-free in the common case), a hash probe, one CAS loop on the word; the loop retries only when the monitor or another signal changed the same word in between. A recovery adds atomic counters and one push to the lock-free event log; no mutex of the master is taken (`a_recovering_ping_returns_while_another_thread_holds_every_master_lock`) |
 //! | mount signal (`Liveness::mount`) | lock-free around the caller's work | as Ping; publishing a *new* incarnation takes the shard's writer mutex (never taken by Ping) and the monitor inbox mutex |
 //! | monitor tick | single-threaded | O(entries due + stall check); healthy clients that keep pinging cost one re-arm per active TTL, not per tick |
 //!

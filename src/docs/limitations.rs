@@ -15,9 +15,19 @@
 //!
 //! # Incarnation numbers
 //!
-//! are `u64`, saturating; a client id's slot keeps its last number
-//! after the record is erased (one small entry per client id ever seen), so incarnation n + 1
-//! really follows n.
+//! are `u64`; a client id's slot keeps its last number after the record is erased (one small
+//! entry per client id ever seen), so incarnation n + 1 really follows n. Nothing follows
+//! `u64::MAX`: a mount after it is refused (`INVALID_PARAMS`), and a snapshot naming it is
+//! refused at restore, so a number is never reused (a token of the old incarnation would match
+//! the new one). Only a crafted snapshot gets a client near it.
+//!
+//! # The event log is bounded
+//!
+//! `take_events` drains a lock-free log of at most `MasterOptions::event_log_capacity` events
+//! (default 65,536). An embedder that drains less often than that loses the oldest events;
+//! each loss is counted (`Stats::events_dropped`, `mooncake_liveness_events_dropped_total`).
+//! The counters in `Stats` never lose anything. Ping's recoveries reach the `metrics` facade
+//! only at the next tick (as absolute values), because Ping's thread never calls the recorder.
 //!
 //! # TTL reload
 //!
