@@ -132,8 +132,14 @@ impl Segment {
         self.awaiting_adoption.swap(false, Ordering::Relaxed)
     }
 
+    /// Sets the lifecycle. A swap, not a store: every write of the lifecycle is a
+    /// read-modify-write, so an unmount's `Unmounting` and a drain's CAS ([`Segment::begin_drain`])
+    /// are totally ordered and the CAS always compares against the latest value. (With a plain
+    /// store, loom explored a schedule where the drain's CAS, run after the unmount's store,
+    /// still succeeded from `Ok` and the unmounted segment ended `Draining`:
+    /// loom_tests/master_drain_vs_unmount.rs.)
     pub(crate) fn set_lifecycle(&self, l: Lifecycle) {
-        self.lifecycle.store(l.index(), Ordering::Release);
+        self.lifecycle.swap(l.index(), Ordering::AcqRel);
     }
 
     /// Drain's start: `Ok` → `Draining` by CAS (`Draining` stays), or `false` if the segment

@@ -80,6 +80,7 @@ impl MasterCore {
     }
 
     /// A failed step counted without an event (the workers' executor reports its own retries).
+    #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
     pub(super) fn count_step_failure(&self, step: Step) {
         bump(&self.counters.step_failures[step as usize], 1);
     }
