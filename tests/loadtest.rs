@@ -4,13 +4,17 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 19] = [
     "scenario",
     "design",
     "ping_thread",
+    "serve_order",
     "threads",
     "seed",
     "ping_interval_ms",
+    "active_ttl_ms",
+    "keys",
+    "walk_ms",
     "ops",
     "ops_per_s",
     "latency_us",
