@@ -53,6 +53,10 @@ struct LoadtestArgs {
     /// first (gentlest); upstream's code leaves it to coro_rpc's event loop.
     #[arg(long = "serve-order", value_enum, default_value = "fifo")]
     serve_order: mooncake_liveness::loadtest::ServeOrder,
+    /// Whether join-storm's ReMounts walk every metadata shard: `walk` (PR #2991's squash, and
+    /// main after an HA promotion) or `none` (main and the released 0.3.14 master on a plain join).
+    #[arg(long = "storm-walk", value_name = "walk|none", default_value = "walk", value_parser = ["walk", "none"])]
+    storm_walk: String,
     /// Data-plane worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -237,6 +241,7 @@ fn loadtest(args: &LoadtestArgs) -> ExitCode {
         design: args.design,
         ping_thread: args.ping_thread,
         serve_order: args.serve_order,
+        storm_walk: args.storm_walk == "walk",
         threads: args.threads,
         keys: args.keys.unwrap_or(general.keys),
         joiners: args.joiners,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const FIELDS: [&str; 19] = [
+const FIELDS: [&str; 20] = [
     "scenario",
     "design",
     "ping_thread",
@@ -15,6 +15,7 @@ const FIELDS: [&str; 19] = [
     "active_ttl_ms",
     "keys",
     "walk_ms",
+    "storm_walk",
     "ops",
     "ops_per_s",
     "latency_us",
@@ -157,4 +158,65 @@ fn bad_values_are_refused_naming_the_flag() {
         .expect("run the binary");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ping-interval-ms"));
+}
+
+/// The fields of one table row, with every number replaced by `#` (its shape: units stay).
+fn shape(row: &str) -> Vec<String> {
+    row.split_whitespace()
+        .map(|f| {
+            let unit: String = f.chars().skip_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            if unit.len() < f.len() {
+                format!("#{unit}")
+            } else {
+                f.to_string()
+            }
+        })
+        .collect()
+}
+
+/// README.md's load-test tables (the fenced blocks after `<!-- loadtest-output -->`) are what
+/// the binary prints now: the same header, and rows of the same shape (scenario, design, ping
+/// setup, then numbers with the same units) as a row the binary prints.
+#[test]
+fn the_readme_shows_the_table_the_binary_prints() {
+    let dir = tmp("readme");
+    let out = tiny("shared", &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    let header = printed.lines().next().expect("a header line");
+    let row_shapes: Vec<Vec<String>> = printed
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim_start().starts_with("p99"))
+        .map(shape)
+        .collect();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let mut blocks = 0;
+    for part in readme.split("<!-- loadtest-output -->").skip(1) {
+        let block = part
+            .split("```")
+            .nth(1)
+            .expect("a fenced block after the marker")
+            .trim_start_matches("text")
+            .trim();
+        let mut lines = block.lines();
+        assert_eq!(lines.next(), Some(header), "README header differs from the binary's");
+        for line in lines {
+            let s = shape(line);
+            let same = row_shapes
+                .iter()
+                .any(|r| r.len() == s.len() && r.iter().zip(&s).skip(3).all(|(a, b)| a == b));
+            assert!(
+                same,
+                "README row {line:?} has no counterpart of its shape in:\n{printed}"
+            );
+            assert!(
+                ["ours", "upstream-main"].contains(&s[1].as_str()) && ["dedicated", "shared"].contains(&s[2].as_str()),
+                "{line:?}"
+            );
+        }
+        blocks += 1;
+    }
+    assert!(blocks > 0, "README.md shows no load-test output block");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,7 +12,7 @@
 //!   thread (or, in `shared` mode, a pool whose workers are all blocked) leaves slots due: they
 //!   are served late, back to back, once it unblocks — the backlog an RPC server would see.
 //!   The clients are closed-loop, as Mooncake's heartbeat thread is (one Ping in flight, the
-//!   next one an interval after the answer: `client_service.cpp:4803-4860` at `c19e7c52f`): a
+//!   next one an interval after the answer: `client_service.cpp:4802-4860` at `c19e7c52f`): a
 //!   slot that came due while its client's previous Ping had not returned is skipped, so a
 //!   backlog holds at most one Ping per client.
 //! - `pinging[c]` says whether client `c` is supposed to ping (false for a joiner before it
@@ -283,7 +283,7 @@ fn join(ctx: &Ctx<'_>, c: usize, rec: &mut Recorder) {
     let r = ctx
         .paths
         .mount(name, &specs[0].segment, specs[0].size)
-        .and_then(|()| ctx.paths.remount(name, &specs));
+        .and_then(|()| ctx.paths.remount(name, &specs, ctx.opts.storm_walk));
     let latency = ctx.storm.arrived().elapsed().as_micros() as u64;
     rec.op(Op::Mount, super::stats::BEFORE, latency, ctx.now_us(), r.is_ok());
     ctx.storm

@@ -185,6 +185,9 @@ pub struct Options {
     pub ping_thread: Option<PingThread>,
     /// What a worker serves first in `shared` mode.
     pub serve_order: ServeOrder,
+    /// join-storm's ReMounts walk every metadata shard (PR #2991's squash; main after an HA
+    /// promotion) or not (main and the released 0.3.14 master on a plain join).
+    pub storm_walk: bool,
     /// Data-plane worker threads.
     pub threads: usize,
     /// Preloaded objects (Get targets; join-storm's walk size).
@@ -223,6 +226,7 @@ impl Default for Options {
             design: Design::Both,
             ping_thread: None,
             serve_order: ServeOrder::Fifo,
+            storm_walk: true,
             threads: 2,
             keys: 1_000_000,
             joiners: 12,

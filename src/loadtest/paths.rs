@@ -84,10 +84,12 @@ pub trait MasterPaths: Send + Sync {
     /// (the post-promotion ReMount's adoption walk; its cost also stands for upstream's
     /// all-shard cleanup sweep). Returns the replicas matched, so it is not optimised away.
     fn walk(&self, client: &str, specs: &[SegmentSpec]) -> usize;
-    /// ReMount as the design serves a joining client: the segments, then the walk.
-    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+    /// ReMount as the design serves a joining client: the segments, then, if `walk`, the walk.
+    fn remount(&self, client: &str, specs: &[SegmentSpec], walk: bool) -> Result<(), MasterError> {
         self.remount_segments(client, specs)?;
-        std::hint::black_box(self.walk(client, specs));
+        if walk {
+            std::hint::black_box(self.walk(client, specs));
+        }
         Ok(())
     }
     /// UnmountSegment: the segment and every replica on it go.
@@ -239,8 +241,8 @@ impl<T: MasterPaths + ?Sized> MasterPaths for Arc<T> {
     fn walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
         (**self).walk(client, specs)
     }
-    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
-        (**self).remount(client, specs)
+    fn remount(&self, client: &str, specs: &[SegmentSpec], walk: bool) -> Result<(), MasterError> {
+        (**self).remount(client, specs, walk)
     }
     fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
         (**self).unmount(client, segment)

@@ -50,6 +50,8 @@ pub struct RunReport {
     pub keys: usize,
     /// One walk over every metadata shard of the preloaded table (a ReMount's walk), ms.
     pub walk_ms: f64,
+    /// Whether join-storm's ReMounts walked.
+    pub storm_walk: bool,
     /// Data-plane operations completed while measuring (put, get, remove).
     pub ops: u64,
     /// `ops` per measured second.
@@ -86,6 +88,7 @@ impl RunReport {
             active_ttl_ms: opts.active_ttl_ms,
             keys: opts.keys,
             walk_ms: (r.walk_ms * 10.0).round() / 10.0,
+            storm_walk: opts.storm_walk,
             ops: r.rec.ops,
             ops_per_s: if r.measured_s > 0.0 {
                 (r.rec.ops as f64 / r.measured_s).round()
@@ -219,6 +222,7 @@ mod tests {
             "active_ttl_ms",
             "keys",
             "walk_ms",
+            "storm_walk",
             "ops",
             "ops_per_s",
             "latency_us",

@@ -55,7 +55,7 @@ fn config(opts: &Options, design: Design) -> LivenessConfig {
     LivenessConfig {
         active_ttl_ms: opts.active_ttl_ms,
         suspicion_ttl_ms: opts.suspicion_ttl_ms,
-        monitor_tick_ms: (opts.active_ttl_ms / 10).clamp(1, 100),
+        monitor_tick_ms: (opts.active_ttl_ms / 10).clamp(1, 1000),
         stall_bound_ms: (opts.active_ttl_ms / 2).max(1),
         // Upstream has neither brake (see `upstream`'s module doc).
         stall_brake: !upstream,
@@ -115,7 +115,7 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
     let ctx = Ctx::new(paths, opts, ping_thread, client_names(opts));
     let prefix = format!("{} / {}", scenario.name(), design.name());
     let (tx, rx) = std::sync::mpsc::channel();
-    let tick = Duration::from_millis((opts.active_ttl_ms / 10).clamp(1, 100));
+    let tick = Duration::from_millis((opts.active_ttl_ms / 10).clamp(1, 1000));
     let mut marks = Vec::new();
     let mut walk_ms = 0.0;
     let mut recs = std::thread::scope(|s| -> Result<Vec<Recorder>, String> {
@@ -207,7 +207,7 @@ fn setup(ctx: &Ctx<'_>, raw: &dyn MasterPaths, scenario: Scenario, prefix: &str)
     let joiners_from = ctx.clients.len() - opts.joiners;
     for (c, name) in ctx.clients[..joiners_from].iter().enumerate() {
         ctx.paths
-            .remount(name, &[])
+            .remount(name, &[], false)
             .map_err(|e| format!("setup: remount of {name} failed: {e}"))?;
         ctx.set_pinging(c, true);
     }

@@ -10,23 +10,23 @@
 //!
 //! | path | upstream's locks, in order |
 //! |---|---|
-//! | Ping | `client_mutex_` shared for the whole call (ms.cpp:7247); `now` read after it; the record's mutex in `Observe` (ms.cpp:7251-7252) |
+//! | Ping | `client_mutex_` shared for the whole call (ms.cpp:7247); `now` read after it; the record's mutex in `Observe` (ms.cpp:7251-7252); OK only if accepted and in `ok_client_` (:7261-7264) |
 //! | MountSegment | `client_mutex_` exclusive (ms.cpp:886), record `try_emplace` (:887-892), `snapshot_mutex_` shared (:896), the record's mutex around the segment mount (`ObserveAndRun`, :897-910) |
-//! | ReMountSegment | `client_mutex_` then `snapshot_mutex_` exclusive for the whole call (ms.cpp:999-1000); done if already in `ok_client_` (:1022-1027); record `try_emplace` (:1029-1033); the record's mutex around the segment remount (`RunUnlessOffline`, :1088-1092); then the walk over every metadata shard (:1123-1163), unconditional for a client not yet in `ok_client_` (main@3b5a59413 walks only when a segment has standby-accounted memory, i.e. after an HA promotion: ms.cpp:1108-1113 there); `ok_client_` insert (:1266) |
+//! | ReMountSegment | `client_mutex_` then `snapshot_mutex_` exclusive for the whole call (ms.cpp:999-1000); done if already in `ok_client_` (:1022-1027); record `try_emplace` (:1029-1033); the record's mutex around the segment remount (`RunUnlessOffline`, :1088-1092); then the walk over every metadata shard (:1123-1163), unconditional for a client not yet in `ok_client_`. main@3b5a59413 walks only when a segment has standby-accounted memory, i.e. after an HA promotion (ms.cpp:1108-1113 there), and so does the released 0.3.14 master by measurement (a joining client's ReMount: 20 µs at 284k keys): `--storm-walk none` runs that; `ok_client_` insert (:1266) |
 //! | GetReplicaList | `ClientServingReadView`: `client_mutex_` shared for the whole call (ms.cpp:3666, ms.h:1517-1541); `snapshot_mutex_` shared (:3667); the shard read (:3674). No record mutex |
 //! | PutStart | `GetRetainedClientIdsSnapshot`: `client_mutex_` shared for an O(clients) copy, released (ms.cpp:4412 → :1316-1325); `snapshot_mutex_` shared (:4413); the shard write (:4416) |
 //! | PutEnd | `snapshot_mutex_` shared (ms.cpp:4540); the shard write (:4542). The serving guard of an offload push (:4637-4652) is taken only with `enable_offload`, off by default (`mooncake-store/src/master.cpp:188`) |
 //! | Remove | `snapshot_mutex_` shared (ms.cpp:6518); the shard write (:6520) |
-//! | monitor | `now` read before any lock (ms.cpp:11061); `client_mutex_` shared to copy the registry (:11065-11069); each Active record evaluated under its own mutex only (:11073-11084); **each** Suspected record: `client_mutex_` exclusive (:11099), identity re-check (:11100-11105), `snapshot_mutex_` shared (:11107-11108), `EvaluateAndRetire` with the tick's `now`, retiring under the record's mutex (`ok_client_` erase, segments prepared: :11109-11164), job scheduled (:11171); then a 1 s sleep (:11184-11185, `kClientMonitorSleepMs` ms.h:2434-2435) |
-//! | offboarding worker | all queued jobs as one batch (offb.cpp:123-131); `client_mutex_` then `snapshot_mutex_` shared (:140-142); retained-id copy (:143-150); `client_mutex_` released (:151); `ClearInvalidHandles`: every shard under its write lock (:155 → ms.cpp:2516-2580); segment unmount commits (offb.cpp:157-203); `snapshot_mutex_` released (:204); per job `client_mutex_` exclusive for the compare-and-erase (:242-254) |
+//! | monitor | `now` read before any lock (ms.cpp:11061); `client_mutex_` shared to copy the registry (:11065-11069); each Active record evaluated under its own mutex only (:11073-11084); **each** Suspected record: `client_mutex_` exclusive (:11099), identity re-check (:11100-11104), `snapshot_mutex_` shared (:11106-11107), `EvaluateAndRetire` with the tick's `now`, retiring under the record's mutex (`ok_client_` erase, segments prepared: :11108-11164), job scheduled (:11174); then a 1 s sleep (:11184-11185, `kClientMonitorSleepMs` ms.h:2434-2435) |
+//! | offboarding worker | all queued jobs as one batch (offb.cpp:123-131); `client_mutex_` then `snapshot_mutex_` shared (:140-142); retained-id copy (:143-150); `client_mutex_` released (:151); `ClearInvalidHandles`: every shard under its write lock (:155 → ms.cpp:2516-2587, each shard's write lock at :2519); segment unmount commits (offb.cpp:157-203); `snapshot_mutex_` released (:204); per job `client_mutex_` exclusive for the compare-and-erase (:242-254) |
 //! | snapshot | `snapshot_mutex_` exclusive (`mooncake-store/src/master_snapshot_manager.cpp:146`) |
-//! | eviction | not modelled: `BatchEvict` takes `snapshot_mutex_` shared and shard locks (ms.cpp:10328, :10351), never `client_mutex_` nor a record's mutex, and starts only above the high watermark (ms.cpp:9087-9099; the harness's segments never fill) |
+//! | eviction | not modelled: `BatchEvict` takes `snapshot_mutex_` shared and shard locks (ms.cpp:10328 and its per-shard `MetadataShardAccessorRW`s), never `client_mutex_` nor a record's mutex, and starts only above the high watermark (ms.cpp:9086-9100; the harness's segments never fill) |
 //!
 //! Modelling choices, each stated where it is made:
 //! - The data work inside the locks is the inner master's (its shard locks included); the walk
 //!   and `ClearInvalidHandles` are [`MasterPaths::walk`] (every shard, one lock at a time,
 //!   every replica visited), and a retired client's keys go when its segments are unmounted.
-//! - PutStart's `UpdateClientHostId` (ms.cpp:4375 → :1328-1346: `client_mutex_` shared, and
+//! - PutStart's `UpdateClientHostId` (ms.cpp:4376 → :1328-1346: `client_mutex_` shared, and
 //!   exclusive when the host id changes) is left out: it locks only when the request carries a
 //!   host id. Leaving it out is gentler than upstream, never harsher.
 //! - A snapshot holds `snapshot_mutex_` for the whole in-process capture; upstream releases it
@@ -119,7 +119,7 @@ impl<P: MasterPaths> UpstreamMain<P> {
         }
     }
 
-    /// One Suspected record's exclusive section of the monitor (ms.cpp:11099-11178).
+    /// One Suspected record's exclusive section of the monitor (ms.cpp:11099-11181).
     fn retire_if_due(&self, now: Instant, name: &str, rec: &Arc<Record>, out: &mut TickOutcome) {
         let _client = self.client_mutex.lock();
         let current = self.clients().records.get(name).is_some_and(|r| Arc::ptr_eq(r, rec));
@@ -188,7 +188,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
         self.inner.walk(client, specs)
     }
 
-    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+    fn remount(&self, client: &str, specs: &[SegmentSpec], walk: bool) -> Result<(), MasterError> {
         let _client = self.client_mutex.lock();
         let _snapshot = self.snapshot_mutex.lock();
         if self.clients().ok.contains(client) {
@@ -210,7 +210,9 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
             return Err(MasterError::ClientOffboarding);
         }
         result?;
-        std::hint::black_box(self.inner.walk(client, specs));
+        if walk {
+            std::hint::black_box(self.inner.walk(client, specs));
+        }
         self.clients_mut().ok.insert(client.to_string());
         Ok(())
     }

@@ -103,14 +103,18 @@ fn during<T>(slow: &Slow, op: impl FnOnce() + Send, probe: impl FnOnce() -> T) -
 #[test]
 fn ping_waits_for_another_clients_remount_walk_but_not_for_a_get() {
     let up = UpstreamMain::new(Slow::new(Duration::from_millis(300), false), LONG, LONG);
-    up.remount("a", &[]).expect("remount a");
+    up.remount("a", &[], true).expect("remount a");
     // ReMount of *another* client holds client_mutex_ exclusive for its whole walk.
-    let (status, waited) = during(&up.inner, || up.remount("b", &[]).expect("remount b"), || up.ping("a"));
+    let (status, waited) = during(
+        &up.inner,
+        || up.remount("b", &[], true).expect("remount b"),
+        || up.ping("a"),
+    );
     assert_eq!(status, PingStatus::Ok);
     assert!(waited, "the ping did not wait for the remount's walk");
     // A Get holds client_mutex_ shared and no record mutex: a ping runs beside it.
     let getter = UpstreamMain::new(Slow::new(Duration::from_secs(3), true), LONG, LONG);
-    getter.remount("a", &[]).expect("remount a");
+    getter.remount("a", &[], true).expect("remount a");
     let (status, waited) = during(&getter.inner, || drop(getter.get("k")), || getter.ping("a"));
     assert_eq!(status, PingStatus::Ok);
     assert!(!waited, "the ping waited for a Get");
@@ -123,12 +127,12 @@ fn the_monitor_judges_with_the_time_it_read_before_waiting_for_the_client_lock()
     // "a" is 120 ms old: still Active. (Read after the wait, it would be ~520 ms: Suspected.)
     let active = Duration::from_millis(200);
     let up = UpstreamMain::new(Slow::new(Duration::from_millis(400), false), active, LONG);
-    up.remount("a", &[]).expect("remount a");
+    up.remount("a", &[], true).expect("remount a");
     assert_eq!(up.ping("a"), PingStatus::Ok, "seen now, after its own walk");
     std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(Duration::from_millis(60));
-            up.remount("b", &[]).expect("remount b")
+            up.remount("b", &[], true).expect("remount b")
         });
         std::thread::sleep(Duration::from_millis(120));
         assert!(up.inner.entered.load(Ordering::Acquire), "b's walk has started");
@@ -147,7 +151,7 @@ fn a_retired_client_is_unmounted_swept_and_erased_and_pings_need_remount() {
     let ms = Duration::from_millis;
     let up = UpstreamMain::new(Slow::new(Duration::ZERO, false), ms(20), ms(20));
     up.mount("a", "a-seg", 1).expect("mount");
-    up.remount("a", &[]).expect("remount");
+    up.remount("a", &[], true).expect("remount");
     assert_eq!(up.ping("a"), PingStatus::Ok);
     std::thread::sleep(ms(30));
     let out = up.tick();
