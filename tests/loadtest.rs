@@ -160,15 +160,16 @@ fn bad_values_are_refused_naming_the_flag() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ping-interval-ms"));
 }
 
-/// The fields of one table row, with every number replaced by `#` (its shape: units stay).
+/// The fields of one table row, with every number replaced by `#` (its shape). A duration
+/// keeps that it is one: the table prints `123us` below 10 ms and `12.3ms` above.
 fn shape(row: &str) -> Vec<String> {
     row.split_whitespace()
         .map(|f| {
             let unit: String = f.chars().skip_while(|c| c.is_ascii_digit() || *c == '.').collect();
-            if unit.len() < f.len() {
-                format!("#{unit}")
-            } else {
-                f.to_string()
+            match unit.as_str() {
+                _ if unit.len() == f.len() => f.to_string(),
+                "us" | "ms" => "#time".to_string(),
+                _ => format!("#{unit}"),
             }
         })
         .collect()
@@ -218,5 +219,53 @@ fn the_readme_shows_the_table_the_binary_prints() {
         blocks += 1;
     }
     assert!(blocks > 0, "README.md shows no load-test output block");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Without `--ping-thread` each design runs its own setup: ours on a thread of its own,
+/// upstream-main on the worker pool (upstream main has no heartbeat server).
+#[test]
+fn each_design_pings_its_own_way_by_default() {
+    let dir = tmp("defaults");
+    let out = Command::new(env!("CARGO_BIN_EXE_mooncake-liveness"))
+        .args(["loadtest", "--scenario", "steady", "--design", "both", "--quiet"])
+        .args([
+            "--keys",
+            "1000",
+            "--clients",
+            "20",
+            "--segment-clients",
+            "2",
+            "--duration-s",
+            "1",
+        ])
+        .args([
+            "--ping-interval-ms",
+            "20",
+            "--active-ttl-ms",
+            "200",
+            "--suspicion-ttl-ms",
+            "400",
+        ])
+        .arg("--json")
+        .arg(dir.join("runs.json"))
+        .output()
+        .expect("run the binary");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("runs.json")).expect("json")).expect("valid json");
+    let setups: Vec<(String, String)> = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| (r["design"].to_string(), r["ping_thread"].to_string()))
+        .collect();
+    assert_eq!(
+        setups,
+        vec![
+            ("\"ours\"".to_string(), "\"dedicated\"".to_string()),
+            ("\"upstream-main\"".to_string(), "\"shared\"".to_string())
+        ]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
