@@ -121,13 +121,16 @@ impl<P: MasterPaths> UpstreamMain<P> {
 
     /// One Suspected record's exclusive section of the monitor (ms.cpp:11099-11181).
     fn retire_if_due(&self, now: Instant, name: &str, rec: &Arc<Record>, out: &mut TickOutcome) {
+        // ms.cpp:11099
         let _client = self.client_mutex.lock();
         let current = self.clients().records.get(name).is_some_and(|r| Arc::ptr_eq(r, rec));
         if !current {
             return;
         }
+        // ms.cpp:11106-11107
         let _snapshot = self.snapshot_mutex.lock_shared();
         let mut segments = Vec::new();
+        // record mutex, ms.cpp:11108 → client_liveness.h:141
         let t = rec.evaluate_and_retire(now, self.active_ttl, self.suspicion_ttl, |g| {
             self.clients_mut().ok.remove(name);
             segments = g.segments.clone();
@@ -147,12 +150,14 @@ impl<P: MasterPaths> UpstreamMain<P> {
 
 impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     fn ping(&self, client: &str) -> PingStatus {
+        // ms.cpp:7247
         let _client = self.client_mutex.lock_shared();
         let (rec, ready) = {
             let c = self.clients();
             (c.records.get(client).cloned(), c.ok.contains(client))
         };
         // `now` is read after the client lock (ms.cpp:7251-7252).
+        // record mutex, ms.cpp:7251-7252 → client_liveness.h:89
         let accepted = rec.is_some_and(|r| r.observe(Instant::now()) != Observation::RejectedOffline);
         if accepted && ready {
             PingStatus::Ok
@@ -162,10 +167,13 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     }
 
     fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
+        // ms.cpp:886
         let _client = self.client_mutex.lock();
         let rec = self.emplace(client);
+        // ms.cpp:896
         let _snapshot = self.snapshot_mutex.lock_shared();
         let mut result = Ok(());
+        // record mutex, ms.cpp:897-910 → client_liveness.h:89
         let seen = rec.observe_and_run(Instant::now(), |g| {
             result = self.inner.mount(client, segment, size);
             if result.is_ok() && !g.segments.iter().any(|s| s == segment) {
@@ -189,13 +197,16 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     }
 
     fn remount(&self, client: &str, specs: &[SegmentSpec], walk: bool) -> Result<(), MasterError> {
+        // ms.cpp:999
         let _client = self.client_mutex.lock();
+        // ms.cpp:1000
         let _snapshot = self.snapshot_mutex.lock();
         if self.clients().ok.contains(client) {
             return Ok(());
         }
         let rec = self.emplace(client);
         let mut result = Ok(());
+        // record mutex, ms.cpp:1088-1092 → client_liveness.h:122
         let accepted = rec.run_unless_offline(|g| {
             result = self.inner.remount_segments(client, specs);
             if result.is_ok() {
@@ -211,6 +222,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
         }
         result?;
         if walk {
+            // Every metadata shard under its own lock (the inner master's), ms.cpp:1123-1163.
             std::hint::black_box(self.inner.walk(client, specs));
         }
         self.clients_mut().ok.insert(client.to_string());
@@ -224,6 +236,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
 
     fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError> {
         let retained: Vec<String> = {
+            // GetRetainedClientIdsSnapshot, ms.cpp:4412 → :1317
             let _client = self.client_mutex.lock_shared();
             let c = self.clients();
             c.records
@@ -232,23 +245,28 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
                 .map(|(n, _)| n.clone())
                 .collect()
         };
+        // ms.cpp:4413
         let _snapshot = self.snapshot_mutex.lock_shared();
         std::hint::black_box(&retained);
         self.inner.put(key, size)
     }
 
     fn put_end(&self, key: &str) -> Result<(), MasterError> {
+        // ms.cpp:4540
         let _snapshot = self.snapshot_mutex.lock_shared();
         self.inner.put_end(key)
     }
 
     fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        // ClientServingReadView, ms.cpp:3666 → ms.h:1520
         let _view = self.client_mutex.lock_shared();
+        // ms.cpp:3667
         let _snapshot = self.snapshot_mutex.lock_shared();
         self.inner.get(key)
     }
 
     fn remove(&self, key: &str) -> Result<(), MasterError> {
+        // ms.cpp:6518
         let _snapshot = self.snapshot_mutex.lock_shared();
         self.inner.remove(key)
     }
@@ -264,6 +282,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     fn tick(&self) -> TickOutcome {
         let now = Instant::now();
         let records: Vec<(String, Arc<Record>)> = {
+            // ms.cpp:11065
             let _client = self.client_mutex.lock_shared();
             let c = self.clients();
             c.records.iter().map(|(n, r)| (n.clone(), r.clone())).collect()
@@ -272,6 +291,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
         for (name, rec) in &records {
             match rec.state() {
                 State::Active => {
+                    // record mutex, ms.cpp:11074-11076 → client_liveness.h:141
                     let t = rec.evaluate_and_retire(now, self.active_ttl, self.suspicion_ttl, |_| {});
                     if t == Transition::BecameSuspected {
                         out.changes
@@ -297,7 +317,9 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
             return Vec::new();
         };
         {
+            // offb.cpp:140
             let client = self.client_mutex.lock_shared();
+            // offb.cpp:141-142
             let snapshot = self.snapshot_mutex.lock_shared();
             let retained: Vec<String> = {
                 let c = self.clients();
@@ -308,17 +330,20 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
                     .collect()
             };
             drop(client);
-            // ClearInvalidHandles(retained): every shard, every replica.
+            // ClearInvalidHandles(retained), offb.cpp:155: every shard under its own write lock
+            // (the inner master's), every replica, ms.cpp:2516-2587.
             std::hint::black_box((&retained, self.inner.walk(&first.name, &[])));
             for r in &retired {
                 for segment in &r.segments {
-                    // A segment already gone (unmounted by its owner) is nothing to commit.
+                    // CommitUnmountSegment, offb.cpp:157-203 (under the inner master's segment
+                    // lock); a segment already gone is nothing to commit.
                     let _ = self.inner.unmount(&r.name, segment);
                 }
             }
             drop(snapshot);
         }
         for r in &retired {
+            // offb.cpp:243-244
             let _client = self.client_mutex.lock();
             let mut c = self.clients_mut();
             if c.records.get(&r.name).is_some_and(|rec| rec.serial == r.serial) {
@@ -329,6 +354,7 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     }
 
     fn snapshot(&self) -> usize {
+        // master_snapshot_manager.cpp:146
         let _snapshot = self.snapshot_mutex.lock();
         self.inner.snapshot()
     }
