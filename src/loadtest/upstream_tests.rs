@@ -122,25 +122,22 @@ fn ping_waits_for_another_clients_remount_walk_but_not_for_a_get() {
 
 #[test]
 fn the_monitor_judges_with_the_time_it_read_before_waiting_for_the_client_lock() {
-    // Active TTL 200 ms. "a" was last seen at its remount; the tick starts 120 ms later, then
-    // waits about 400 ms for "b"'s remount walk. Judged with the time read before the wait,
-    // "a" is 120 ms old: still Active. (Read after the wait, it would be ~520 ms: Suspected.)
+    // Active TTL 200 ms. "a" pings, then "b"'s remount walks for 600 ms holding client_mutex_
+    // exclusive; a tick starting during the walk reads the clock at once and waits out the
+    // walk. Judged with that time, "a" is a few ms old: still Active. (Read after the wait,
+    // it would be ~600 ms old: Suspected.)
     let active = Duration::from_millis(200);
-    let up = UpstreamMain::new(Slow::new(Duration::from_millis(400), false), active, LONG);
+    let up = UpstreamMain::new(Slow::new(Duration::from_millis(600), false), active, LONG);
     up.remount("a", &[], true).expect("remount a");
     assert_eq!(up.ping("a"), PingStatus::Ok, "seen now, after its own walk");
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(60));
-            up.remount("b", &[], true).expect("remount b")
-        });
-        std::thread::sleep(Duration::from_millis(120));
-        assert!(up.inner.entered.load(Ordering::Acquire), "b's walk has started");
-        let out = up.tick();
-        assert!(up.inner.left.load(Ordering::Acquire), "the tick waited for the walk");
-        assert!(out.changes.is_empty(), "{:?}", out.changes);
-    });
-    // The next tick reads a fresh time: now "a" is suspected.
+    let (out, waited) = during(
+        &up.inner,
+        || up.remount("b", &[], true).expect("remount b"),
+        || up.tick(),
+    );
+    assert!(waited, "the tick waited for the walk");
+    assert!(out.changes.is_empty(), "{:?}", out.changes);
+    // The next tick reads a fresh time: now "a" (and "b", created before its walk) are due.
     let out = up.tick();
     assert_eq!(out.changes.len(), 2, "a and b: {:?}", out.changes);
     assert!(out.changes.iter().all(|c| c.to == LivenessState::Suspected));
