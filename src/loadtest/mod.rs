@@ -9,7 +9,7 @@
 //! | `paths` | [`MasterPaths`], the adapter to the master, implemented by the concurrent [`Master`](crate::master::Master) |
 //! | `upstream` | upstream's records, monitor, offboarding worker and locks (PR #2991, cited line by line) around any [`MasterPaths`] |
 //! | `record` | upstream's `ClientLivenessRecord` behaviour and its transition mutex |
-//! | `rwlock` | [`PthreadRwLock`], a real glibc `pthread_rwlock_t` (upstream's `std::shared_mutex`) |
+//! | `posix` | [`PthreadRwLock`], a real glibc `pthread_rwlock_t` (upstream's `std::shared_mutex`), and the snapshot's `fork()` |
 //! | `drivers` | the worker, ping, monitor and offboarding threads |
 //! | `scenarios` | setup and the four scenario scripts |
 //! | `stats` | hdrhistogram latencies, heartbeat gaps, the timeline |
@@ -33,9 +33,9 @@ mod chart;
 mod drivers;
 mod options;
 mod paths;
+mod posix;
 mod record;
 mod report;
-mod rwlock;
 mod scenarios;
 mod stats;
 mod storm;
@@ -43,8 +43,8 @@ mod upstream;
 
 pub use options::{Design, Options, PingThread, Scenario, ServeOrder, StormScale};
 pub use paths::{new_master, Change, Job, MasterPaths, Retired, TickOutcome};
+pub use posix::PthreadRwLock;
 pub use report::{table, Gap, Phases, RunReport};
-pub use rwlock::PthreadRwLock;
 pub use stats::Latency;
 pub use upstream::UpstreamMain;
 

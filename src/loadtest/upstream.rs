@@ -19,7 +19,7 @@
 //! | Remove | `snapshot_mutex_` shared (ms.cpp:6518); the shard write (:6520) |
 //! | monitor | `now` read before any lock (ms.cpp:11061); `client_mutex_` shared to copy the registry (:11065-11069); each Active record evaluated under its own mutex only (:11073-11084); **each** Suspected record: `client_mutex_` exclusive (:11099), identity re-check (:11100-11104), `snapshot_mutex_` shared (:11106-11107), `EvaluateAndRetire` with the tick's `now`, retiring under the record's mutex (`ok_client_` erase, segments prepared: :11108-11164), job scheduled (:11174); then a 1 s sleep (:11184-11185, `kClientMonitorSleepMs` ms.h:2434-2435) |
 //! | offboarding worker | all queued jobs as one batch (offb.cpp:123-131); `client_mutex_` then `snapshot_mutex_` shared (:140-142); retained-id copy (:143-150); `client_mutex_` released (:151); `ClearInvalidHandles`: every shard under its write lock (:155 → ms.cpp:2516-2587, each shard's write lock at :2519); segment unmount commits (offb.cpp:157-203); `snapshot_mutex_` released (:204); per job `client_mutex_` exclusive for the compare-and-erase (:242-254) |
-//! | snapshot | `snapshot_mutex_` exclusive (`mooncake-store/src/master_snapshot_manager.cpp:146`) |
+//! | snapshot | `snapshot_mutex_` exclusive only across `fork()` (`mooncake-store/src/master_snapshot_manager.cpp:146-159`); the child serialises, the parent waits for it outside the lock (:195-198) |
 //! | eviction | not modelled: `BatchEvict` takes `snapshot_mutex_` shared and shard locks (ms.cpp:10328 and its per-shard `MetadataShardAccessorRW`s), never `client_mutex_` nor a record's mutex, and starts only above the high watermark (ms.cpp:9086-9100; the harness's segments never fill) |
 //!
 //! Modelling choices, each stated where it is made:
@@ -29,9 +29,11 @@
 //! - PutStart's `UpdateClientHostId` (ms.cpp:4376 → :1328-1346: `client_mutex_` shared, and
 //!   exclusive when the host id changes) is left out: it locks only when the request carries a
 //!   host id. Leaving it out is gentler than upstream, never harsher.
-//! - A snapshot holds `snapshot_mutex_` for the whole in-process capture; upstream releases it
-//!   after `fork()` (master_snapshot_manager.cpp:159). Ping takes no snapshot lock, so this
-//!   bounds only the data plane's pause.
+//! - A snapshot forks this process for real under `snapshot_mutex_` (the child exits at once),
+//!   so the exclusive section lasts what upstream's does: one `fork()` of the whole process.
+//!   The capture itself then runs in this process, beside the data plane and without the
+//!   service locks (upstream's child serialises a copy-on-write image in another process; both
+//!   cost the same two cores).
 //! - Get does not hide the replicas of a Suspected owner (upstream's check is a lock-free load
 //!   of the record's state, ms.cpp `IsReplicaServing`): it changes answers, not locks.
 //! - The registry is iterated in the hash map's order, as upstream's `unordered_map` copy is.
@@ -47,8 +49,8 @@
 //!   reader/writer policy is glibc's.
 
 use super::paths::{Change, Job, MasterPaths, Retired, TickOutcome};
+use super::posix::{self, PthreadRwLock};
 use super::record::{Observation, Record, State, Transition};
-use super::rwlock::PthreadRwLock;
 use crate::liveness::{ClientId, LivenessState, PingStatus};
 use crate::master::{MasterError, ReplicaDesc, SegmentSpec};
 use crate::sync::{Arc, AtomicU64, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -354,8 +356,16 @@ impl<P: MasterPaths> MasterPaths for UpstreamMain<P> {
     }
 
     fn snapshot(&self) -> usize {
-        // master_snapshot_manager.cpp:146
-        let _snapshot = self.snapshot_mutex.lock();
+        let child = {
+            // master_snapshot_manager.cpp:146, held across the fork() of :159
+            let _snapshot = self.snapshot_mutex.lock();
+            posix::fork_and_reap()
+        };
+        // WaitForSnapshotChild, outside the lock (:195-198).
+        if let Ok(pid) = child {
+            let _ = posix::reap(pid);
+        }
+        // The child's serialisation (see the module doc).
         self.inner.snapshot()
     }
 }

@@ -1,10 +1,13 @@
-//! [`PthreadRwLock`]: a real glibc `pthread_rwlock_t` with default attributes — what
-//! libstdc++'s `std::shared_mutex` is on Linux — for the `upstream-main` design's
-//! `client_mutex_` and `snapshot_mutex_`. Not a model of one: the reader/writer policy
-//! (glibc's default `PTHREAD_RWLOCK_PREFER_READER_NP`: readers join a read phase even while a
-//! writer waits, the last reader out hands the lock to a waiting writer, readers registered
-//! during a write phase go before the next writer; `nptl/pthread_rwlock_common.c`) and the
-//! cost of a shared acquire (one atomic on the uncontended path) are glibc's own.
+//! The POSIX primitives the `upstream-main` design takes from the OS as upstream does, not as
+//! models: [`PthreadRwLock`], a real glibc `pthread_rwlock_t` with default attributes — what
+//! libstdc++'s `std::shared_mutex` is on Linux — for `client_mutex_` and `snapshot_mutex_`, and
+//! [`fork_and_reap`], the `fork()` upstream's snapshot takes under `snapshot_mutex_`.
+//!
+//! The lock's reader/writer policy (glibc's default `PTHREAD_RWLOCK_PREFER_READER_NP`: readers
+//! join a read phase even while a writer waits, the last reader out hands the lock to a waiting
+//! writer, readers registered during a write phase go before the next writer;
+//! `nptl/pthread_rwlock_common.c`) and the cost of a shared acquire (one atomic on the
+//! uncontended path) are glibc's own.
 //!
 //! # Ground rules
 //! - This is the only file of `loadtest` with `unsafe`; every block says why it is sound.
@@ -15,6 +18,8 @@
 //!   `!Send`), as POSIX requires.
 //! - A non-zero return from lock or unlock is a bug of the caller (`EDEADLK`: the thread
 //!   already holds it exclusively; `EAGAIN`: too many readers): it panics naming the call.
+//! - The forked child of this multi-threaded process calls nothing but `_exit` (async-signal
+//!   safe), so it cannot touch a lock another thread held at the fork.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -135,12 +140,48 @@ impl Drop for PthreadRwLock {
     }
 }
 
+/// Forks this process; the child exits at once (`_exit(0)`), the parent returns the child's
+/// pid for [`reap`]. What it costs the parent is the fork itself: copying the page tables of
+/// the whole process, the pause upstream's snapshot takes while it holds `snapshot_mutex_`.
+pub(super) fn fork_and_reap() -> std::io::Result<libc::pid_t> {
+    // SAFETY: `fork` is safe to call in a multi-threaded process as long as the child only
+    // calls async-signal-safe functions; ours calls `_exit` and nothing else.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: in the child, `_exit` ends the process without running destructors, atexit
+        // handlers or touching any lock copied from the parent.
+        unsafe { libc::_exit(0) };
+    }
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(pid)
+}
+
+/// Waits for the child [`fork_and_reap`] made, so it leaves no zombie.
+pub(super) fn reap(pid: libc::pid_t) -> std::io::Result<()> {
+    let mut status = 0;
+    // SAFETY: `waitpid` on our own child with a valid out-pointer to a local.
+    let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sync::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
+
+    #[test]
+    fn a_forked_child_exits_and_is_reaped() {
+        let pid = fork_and_reap().expect("fork");
+        assert!(pid > 0);
+        reap(pid).expect("waitpid");
+    }
 
     #[test]
     fn readers_share_and_a_writer_excludes_them() {
