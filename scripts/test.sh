@@ -41,6 +41,9 @@ python3 scripts/check_invariant_map.py target/test-list.txt
 step "no import circle between the files of src/ (a second or two)"
 python3 scripts/check_imports.py
 
+step "realload: the real-client driver reads a master log right (made-up log, under a second)"
+python3 -m realload.selftest
+
 step "the full simulate scenario and the minimised differential corpus (release): the main job's story; every committed corpus input checked against the model"
 # `--features fuzzing` on both release steps, so they share one build.
 cargo test --locked --release --features fuzzing --test sim_simulate --test fuzz_smoke -- --ignored

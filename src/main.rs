@@ -44,9 +44,19 @@ struct LoadtestArgs {
     /// Lock structure: ours, upstream-main, or both side by side on the same work.
     #[arg(long, value_enum, default_value = "both")]
     design: mooncake_liveness::loadtest::Design,
-    /// Ping on its own thread (like upstream PR #4183) or on the data-plane worker pool.
-    #[arg(long = "ping-thread", value_enum, default_value = "dedicated")]
-    ping_thread: mooncake_liveness::loadtest::PingThread,
+    /// Ping on a thread of its own (upstream with PR #4183) or on the data-plane worker pool
+    /// (upstream main) [default: each design's own: ours dedicated, upstream-main shared].
+    #[arg(long = "ping-thread", value_enum)]
+    ping_thread: Option<mooncake_liveness::loadtest::PingThread>,
+    /// With pings on the worker pool, the order a worker serves due pings and queued join-storm
+    /// requests in: by arrival (fifo: the storm first, harshest for Ping) or every due ping
+    /// first (gentlest); upstream's code leaves it to coro_rpc's event loop.
+    #[arg(long = "serve-order", value_enum, default_value = "fifo")]
+    serve_order: mooncake_liveness::loadtest::ServeOrder,
+    /// Whether join-storm's ReMounts walk every metadata shard: `walk` (PR #2991's squash, and
+    /// main after an HA promotion) or `none` (main and the released 0.3.14 master on a plain join).
+    #[arg(long = "storm-walk", value_name = "walk|none", default_value = "walk", value_parser = ["walk", "none"])]
+    storm_walk: String,
     /// Data-plane worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -230,6 +240,8 @@ fn loadtest(args: &LoadtestArgs) -> ExitCode {
         scenario: args.scenario,
         design: args.design,
         ping_thread: args.ping_thread,
+        serve_order: args.serve_order,
+        storm_walk: args.storm_walk == "walk",
         threads: args.threads,
         keys: args.keys.unwrap_or(general.keys),
         joiners: args.joiners,

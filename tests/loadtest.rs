@@ -4,13 +4,18 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 20] = [
     "scenario",
     "design",
     "ping_thread",
+    "serve_order",
     "threads",
     "seed",
     "ping_interval_ms",
+    "active_ttl_ms",
+    "keys",
+    "walk_ms",
+    "storm_walk",
     "ops",
     "ops_per_s",
     "latency_us",
@@ -153,4 +158,114 @@ fn bad_values_are_refused_naming_the_flag() {
         .expect("run the binary");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ping-interval-ms"));
+}
+
+/// The fields of one table row, with every number replaced by `#` (its shape). A duration
+/// keeps that it is one: the table prints `123us` below 10 ms and `12.3ms` above.
+fn shape(row: &str) -> Vec<String> {
+    row.split_whitespace()
+        .map(|f| {
+            let unit: String = f.chars().skip_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            match unit.as_str() {
+                _ if unit.len() == f.len() => f.to_string(),
+                "us" | "ms" => "#time".to_string(),
+                _ => format!("#{unit}"),
+            }
+        })
+        .collect()
+}
+
+/// README.md's load-test tables (the fenced blocks after `<!-- loadtest-output -->`) are what
+/// the binary prints now: the same header, and rows of the same shape (scenario, design, ping
+/// setup, then numbers with the same units) as a row the binary prints.
+#[test]
+fn the_readme_shows_the_table_the_binary_prints() {
+    let dir = tmp("readme");
+    let out = tiny("shared", &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    let header = printed.lines().next().expect("a header line");
+    let row_shapes: Vec<Vec<String>> = printed
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim_start().starts_with("p99"))
+        .map(shape)
+        .collect();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let mut blocks = 0;
+    for part in readme.split("<!-- loadtest-output -->").skip(1) {
+        let block = part
+            .split("```")
+            .nth(1)
+            .expect("a fenced block after the marker")
+            .trim_start_matches("text")
+            .trim();
+        let mut lines = block.lines();
+        assert_eq!(lines.next(), Some(header), "README header differs from the binary's");
+        for line in lines {
+            let s = shape(line);
+            let same = row_shapes
+                .iter()
+                .any(|r| r.len() == s.len() && r.iter().zip(&s).skip(3).all(|(a, b)| a == b));
+            assert!(
+                same,
+                "README row {line:?} has no counterpart of its shape in:\n{printed}"
+            );
+            assert!(
+                ["ours", "upstream-main"].contains(&s[1].as_str()) && ["dedicated", "shared"].contains(&s[2].as_str()),
+                "{line:?}"
+            );
+        }
+        blocks += 1;
+    }
+    assert!(blocks > 0, "README.md shows no load-test output block");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Without `--ping-thread` each design runs its own setup: ours on a thread of its own,
+/// upstream-main on the worker pool (upstream main has no heartbeat server).
+#[test]
+fn each_design_pings_its_own_way_by_default() {
+    let dir = tmp("defaults");
+    let out = Command::new(env!("CARGO_BIN_EXE_mooncake-liveness"))
+        .args(["loadtest", "--scenario", "steady", "--design", "both", "--quiet"])
+        .args([
+            "--keys",
+            "1000",
+            "--clients",
+            "20",
+            "--segment-clients",
+            "2",
+            "--duration-s",
+            "1",
+        ])
+        .args([
+            "--ping-interval-ms",
+            "20",
+            "--active-ttl-ms",
+            "200",
+            "--suspicion-ttl-ms",
+            "400",
+        ])
+        .arg("--json")
+        .arg(dir.join("runs.json"))
+        .output()
+        .expect("run the binary");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("runs.json")).expect("json")).expect("valid json");
+    let setups: Vec<(String, String)> = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| (r["design"].to_string(), r["ping_thread"].to_string()))
+        .collect();
+    assert_eq!(
+        setups,
+        vec![
+            ("\"ours\"".to_string(), "\"dedicated\"".to_string()),
+            ("\"upstream-main\"".to_string(), "\"shared\"".to_string())
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,22 +8,25 @@
 //!   into its own [`Recorder`], merged after the threads are joined.
 //! - Pings follow a fixed schedule: slot `k` is due at `k · interval / clients` after the start
 //!   and pings client `k mod clients`, so every client is due once per interval. A thread claims
-//!   a due slot with one CAS on `next_slot` (each slot is pinged exactly once). A blocked ping
+//!   a due slot with one CAS on `next_slot` (each slot is claimed exactly once). A blocked ping
 //!   thread (or, in `shared` mode, a pool whose workers are all blocked) leaves slots due: they
 //!   are served late, back to back, once it unblocks — the backlog an RPC server would see.
+//!   The clients are closed-loop, as Mooncake's heartbeat thread is (one Ping in flight, the
+//!   next one an interval after the answer: `client_service.cpp:4802-4860` at `c19e7c52f`): a
+//!   slot that came due while its client's previous Ping had not returned is skipped, so a
+//!   backlog holds at most one Ping per client.
 //! - `pinging[c]` says whether client `c` is supposed to ping (false for a joiner before it
 //!   joined and for the victim once it is silenced). Only clients that kept pinging count for
 //!   false transitions and gaps.
 //! - Orderings: flags are `Release`/`Acquire` so that a thread seeing `stop`, `data_plane` or
 //!   a phase also sees what the script did before setting it; counters are `Relaxed`.
 
-use super::options::{Options, PingThread};
-use super::paths::MasterPaths;
+use super::options::{Options, PingThread, ServeOrder};
+use super::paths::{Job, MasterPaths};
 use super::stats::{LastSeen, Op, Recorder, NEVER, OTHER};
 use super::storm::RemountQueue;
 use crate::liveness::{ClientId, LivenessState, PingStatus};
 use crate::master::SegmentSpec;
-use crate::offboarding::ClientOffboardingJob;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -31,9 +34,6 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// Pings a worker serves between two data-plane requests in `shared` mode.
-const SHARED_PING_BUDGET: usize = 256;
 
 /// The dedicated ping thread sleeps at least this long between two rounds of due pings.
 const PING_WAKE_MIN: Duration = Duration::from_millis(1);
@@ -44,6 +44,8 @@ pub(super) struct Ctx<'a> {
     pub(super) paths: &'a dyn MasterPaths,
     /// The knobs.
     pub(super) opts: &'a Options,
+    /// Where this run's pings are served.
+    pub(super) ping_thread: PingThread,
     /// Time zero of the run.
     pub(super) start: Instant,
     /// Every thread stops.
@@ -60,6 +62,8 @@ pub(super) struct Ctx<'a> {
     pub(super) pinging: Vec<AtomicBool>,
     /// Last recorded ping per client.
     pub(super) last_seen: LastSeen,
+    /// When each client's last Ping (of any answer) returned, µs; `NEVER` before the first.
+    returned: LastSeen,
     next_slot: AtomicU64,
     slot_ns: u64,
     /// The client expected to go Offline (offboard-big), excluded from the false counts.
@@ -84,12 +88,18 @@ impl std::fmt::Debug for Ctx<'_> {
 
 impl<'a> Ctx<'a> {
     /// A run over `clients` (none pinging yet).
-    pub(super) fn new(paths: &'a dyn MasterPaths, opts: &'a Options, clients: Vec<String>) -> Self {
+    pub(super) fn new(
+        paths: &'a dyn MasterPaths,
+        opts: &'a Options,
+        ping_thread: PingThread,
+        clients: Vec<String>,
+    ) -> Self {
         let n = clients.len().max(1) as u64;
         let clients_len = clients.len();
         Self {
             paths,
             opts,
+            ping_thread,
             start: Instant::now(),
             stop: AtomicBool::new(false),
             data_plane: AtomicBool::new(false),
@@ -97,6 +107,7 @@ impl<'a> Ctx<'a> {
             phase: AtomicU64::new(u64::from(OTHER)),
             pinging: clients.iter().map(|_| AtomicBool::new(false)).collect(),
             last_seen: clients.iter().map(|_| AtomicU64::new(NEVER)).collect(),
+            returned: clients.iter().map(|_| AtomicU64::new(NEVER)).collect(),
             clients,
             next_slot: AtomicU64::new(0),
             slot_ns: (opts.ping_interval_ms * 1_000_000 / n).max(1),
@@ -130,13 +141,15 @@ impl<'a> Ctx<'a> {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Serves due ping slots, at most `budget`; returns how many slots it claimed.
-    fn due_pings(&self, rec: &mut Recorder, budget: usize) -> usize {
+    /// Serves the ping slots due by now and by `horizon` (ns since the start, `u64::MAX`: no
+    /// limit besides now); returns how many slots it claimed.
+    fn due_pings(&self, rec: &mut Recorder, horizon: u64) -> usize {
         let n = self.clients.len() as u64;
         let mut served = 0;
-        while served < budget {
+        loop {
             let k = self.next_slot.load(Ordering::Relaxed);
-            if k.saturating_mul(self.slot_ns) > self.start.elapsed().as_nanos() as u64 {
+            let due = k.saturating_mul(self.slot_ns);
+            if due > horizon || due > self.start.elapsed().as_nanos() as u64 {
                 break;
             }
             if self
@@ -151,12 +164,18 @@ impl<'a> Ctx<'a> {
             if !self.pinging[c].load(Ordering::Acquire) {
                 continue;
             }
+            // Closed loop: still waiting for its previous answer when this slot came due.
+            let returned = self.returned[c].load(Ordering::Relaxed);
+            if returned != NEVER && k.saturating_mul(self.slot_ns) / 1000 < returned {
+                continue;
+            }
             // The phase an operation belongs to is the one it started in.
             let phase = self.phase();
             let t0 = Instant::now();
-            let out = self.paths.ping(&self.clients[c]);
+            let status = self.paths.ping(&self.clients[c]);
             let at = self.now_us();
-            let ok = out.status == PingStatus::Ok;
+            self.returned[c].store(at, Ordering::Relaxed);
+            let ok = status == PingStatus::Ok;
             rec.op(Op::Ping, phase, t0.elapsed().as_micros() as u64, at, ok);
             if ok {
                 rec.ping_recorded(&self.last_seen[c], at);
@@ -182,7 +201,7 @@ impl<'a> Ctx<'a> {
 pub(super) fn ping_thread(ctx: &Ctx<'_>) -> Recorder {
     let mut rec = Recorder::default();
     while !ctx.stopped() {
-        ctx.due_pings(&mut rec, usize::MAX);
+        ctx.due_pings(&mut rec, u64::MAX);
         let wait = ctx.until_next_slot();
         if !wait.is_zero() {
             std::thread::sleep(wait.clamp(PING_WAKE_MIN, Duration::from_millis(2)));
@@ -192,19 +211,27 @@ pub(super) fn ping_thread(ctx: &Ctx<'_>) -> Recorder {
 }
 
 /// A data-plane worker: a Get-heavy mix (8 Get of preloaded keys : 1 Put : 1 Remove of its own
-/// keys), plus due pings first in `shared` mode.
+/// keys); join-storm's requests when they are queued; in `shared` mode, the due pings too, in
+/// the order `--serve-order` says (see [`ServeOrder`]).
 pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
     let mut rec = Recorder::default();
     let mut rng = ChaCha8Rng::seed_from_u64(ctx.opts.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut own: VecDeque<String> = VecDeque::new();
     let mut next = 0u64;
-    let shared = ctx.opts.ping_thread == PingThread::Shared;
+    let shared = ctx.ping_thread == PingThread::Shared;
+    let fifo = ctx.opts.serve_order == ServeOrder::Fifo;
     while !ctx.stopped() {
         if shared {
-            ctx.due_pings(&mut rec, SHARED_PING_BUDGET);
+            // fifo: while storm requests wait, only the pings that came due before they arrived
+            // go first; pings-first: every due ping.
+            let horizon = match ctx.storm.waiting_since() {
+                Some(arrived) if fifo => arrived.saturating_duration_since(ctx.start).as_nanos() as u64,
+                _ => u64::MAX,
+            };
+            ctx.due_pings(&mut rec, horizon);
         }
         if let Some(c) = ctx.storm.claim() {
-            remount(ctx, c, &mut rec);
+            join(ctx, c, &mut rec);
             continue;
         }
         if !ctx.data_plane.load(Ordering::Acquire) {
@@ -243,15 +270,20 @@ pub(super) fn worker(ctx: &Ctx<'_>, index: usize) -> Recorder {
     rec
 }
 
-/// Serves join-storm's ReMount of client `c` (one segment, then the all-shard walk); its
-/// latency is the client's, from the storm's arrival.
-fn remount(ctx: &Ctx<'_>, c: usize, rec: &mut Recorder) {
+/// Serves join-storm's requests of client `c`, as a starting Mooncake client sends them: its
+/// MountSegment (`setup`), then the ReMountSegment its first Ping's `NEED_REMOUNT` triggers
+/// (`client_service.cpp:4817-4821` → `:4744-4755` at `c19e7c52f`) with the all-shard walk; the
+/// latency is the client's, from the storm's arrival to the ReMount's return.
+fn join(ctx: &Ctx<'_>, c: usize, rec: &mut Recorder) {
     let name = &ctx.clients[c];
     let specs = [SegmentSpec {
         segment: format!("{name}-seg"),
         size: ctx.opts.segment_size(),
     }];
-    let r = ctx.paths.remount(name, &specs);
+    let r = ctx
+        .paths
+        .mount(name, &specs[0].segment, specs[0].size)
+        .and_then(|()| ctx.paths.remount(name, &specs, ctx.opts.storm_walk));
     let latency = ctx.storm.arrived().elapsed().as_micros() as u64;
     rec.op(Op::Mount, super::stats::BEFORE, latency, ctx.now_us(), r.is_ok());
     ctx.storm
@@ -259,11 +291,11 @@ fn remount(ctx: &Ctx<'_>, c: usize, rec: &mut Recorder) {
 }
 
 /// The monitor: ticks every `tick`, counts false transitions, hands jobs to the offboarder.
-pub(super) fn monitor_thread(ctx: &Ctx<'_>, tick: Duration, jobs: Sender<ClientOffboardingJob>) {
+pub(super) fn monitor_thread(ctx: &Ctx<'_>, tick: Duration, jobs: Sender<Job>) {
     while !ctx.stopped() {
         let out = ctx.paths.tick();
         let measuring = ctx.measuring.load(Ordering::Acquire);
-        for t in &out.transitions {
+        for t in &out.changes {
             let expected = ctx.victim.get() == Some(&t.client);
             if expected || !measuring {
                 continue;
@@ -286,28 +318,30 @@ pub(super) fn monitor_thread(ctx: &Ctx<'_>, tick: Duration, jobs: Sender<ClientO
     }
 }
 
-/// The offboarding worker: runs each job to completion (retrying after 50 ms on failure);
-/// the victim's job marks the `during` phase.
-pub(super) fn offboarding_thread(ctx: &Ctx<'_>, jobs: Receiver<ClientOffboardingJob>) {
+/// The offboarding worker: takes every queued job as one batch (as upstream's worker does)
+/// and runs it to completion, retrying what failed after 50 ms; a batch with the victim's job
+/// marks the `during` phase.
+pub(super) fn offboarding_thread(ctx: &Ctx<'_>, jobs: Receiver<Job>) {
     while !ctx.stopped() {
-        let mut job = match jobs.recv_timeout(Duration::from_millis(20)) {
-            Ok(job) => job,
+        let mut batch = match jobs.recv_timeout(Duration::from_millis(20)) {
+            Ok(job) => vec![job],
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        let is_victim = ctx.victim.get() == Some(&job.client());
+        batch.extend(jobs.try_iter());
+        let is_victim = batch.iter().any(|j| ctx.victim.get() == Some(&j.client()));
         if is_victim {
             ctx.phase.store(u64::from(super::stats::DURING), Ordering::Release);
         }
         loop {
-            match ctx.paths.run_job(job) {
-                Ok(()) => break,
-                Err(back) if !ctx.stopped() => {
-                    job = back;
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Err(_) => return,
+            batch = ctx.paths.run_jobs(batch);
+            if batch.is_empty() {
+                break;
             }
+            if ctx.stopped() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
         if is_victim {
             ctx.phase.store(u64::from(OTHER), Ordering::Release);

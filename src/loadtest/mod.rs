@@ -1,13 +1,15 @@
 //! `mooncake-liveness loadtest`: the master's request path under load, in real time with real
 //! threads — data-plane workers, Ping (on its own thread or on the worker pool), the monitor
-//! and an offboarding worker — comparing our design with main's lock structure on the same work.
+//! and an offboarding worker — comparing our design with upstream's (PR #2991 on main's lock
+//! structure) on the same work.
 //!
 //! | module | what |
 //! |---|---|
 //! | `options` | the knobs and their defaults |
 //! | `paths` | [`MasterPaths`], the adapter to the master, implemented by the concurrent [`Master`](crate::master::Master) |
-//! | `upstream` | main's `client_mutex_` / `snapshot_mutex_` / record mutex around any [`MasterPaths`] |
-//! | `shared_mutex` | [`SharedMutex`], glibc's reader-preferring `shared_mutex` policy |
+//! | `upstream` | upstream's records, monitor, offboarding worker and locks (PR #2991, cited line by line) around any [`MasterPaths`] |
+//! | `record` | upstream's `ClientLivenessRecord` behaviour and its transition mutex |
+//! | `posix` | [`PthreadRwLock`], a real glibc `pthread_rwlock_t` (upstream's `std::shared_mutex`), and the snapshot's `fork()` |
 //! | `drivers` | the worker, ping, monitor and offboarding threads |
 //! | `scenarios` | setup and the four scenario scripts |
 //! | `stats` | hdrhistogram latencies, heartbeat gaps, the timeline |
@@ -31,17 +33,18 @@ mod chart;
 mod drivers;
 mod options;
 mod paths;
+mod posix;
+mod record;
 mod report;
 mod scenarios;
-mod shared_mutex;
 mod stats;
 mod storm;
 mod upstream;
 
-pub use options::{Design, Options, PingThread, Scenario, StormScale};
-pub use paths::{new_master, MasterPaths, TickOutcome};
+pub use options::{Design, Options, PingThread, Scenario, ServeOrder, StormScale};
+pub use paths::{new_master, Change, Job, MasterPaths, Retired, TickOutcome};
+pub use posix::PthreadRwLock;
 pub use report::{table, Gap, Phases, RunReport};
-pub use shared_mutex::SharedMutex;
 pub use stats::Latency;
 pub use upstream::UpstreamMain;
 

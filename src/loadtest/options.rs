@@ -1,18 +1,18 @@
 //! The load test's knobs, their defaults (sized for a 2-core machine: each run — one scenario
 //! under one design — in at most about 30 s) and their validation.
 //!
-//! # Why join-storm has a scale of its own
-//! What decides a join storm is how long one ReMount holds main's `client_mutex_` compared with
-//! the TTL. Upstream's measurement (#3936/#4181): 13.8 s per ReMount over 18 M keys against a
-//! 10 s TTL (a hold of 1.4 TTLs, about 770 ns per key). The reference master walks a key in
-//! about 50 ns on this machine, so at the global defaults (1 M keys, 1 s TTL) a hold is ~0.05 TTL
-//! and nothing can expire, whatever the lock structure; reaching upstream's ratio by keys alone
-//! would take tens of millions of keys and minutes of preload. So join-storm keeps the keys a
-//! 30 s run can preload and scales the clock instead ([`StormScale`]: 3 M keys, pings every
-//! 60 ms, 150 ms / 300 ms TTLs, 2,000 clients — two thirds of the ping rate of 10,000 clients at
-//! 200 ms — and 3 measured seconds, in which the storm and both TTLs fit): one ReMount then holds
-//! the lock for about one active TTL in `upstream-main` (150–180 ms here), still gentler than
-//! upstream's 1.4.
+//! # join-storm's scaled clock
+//! What decides a join storm is how long one ReMount holds upstream's `client_mutex_` against
+//! the TTLs. Upstream measured 13.8 s per ReMount over 18 M keys (#3936, as #4181 reports it):
+//! about 767 ns per key, against a 10 s active TTL, a 20 s suspicion TTL, a Ping every 1 s
+//! (`client_service.cpp:4738`) and a monitor pass every 1 s. The reference master walks a key in
+//! about 50 ns here, 1/15.4 of that, so join-storm runs on a clock ~15.4 times faster: every time
+//! constant is upstream's divided by ~15.4 (active TTL 650 ms, suspicion 1300 ms, Ping and monitor
+//! every 65 ms), and a key then costs the same share of a TTL as upstream's. The proportions are
+//! upstream's: Ping interval = monitor period = 0.1 active TTL, suspicion = 2 × active. The
+//! number of keys is then the number it stands for: the default 3 M keys is upstream with 3 M
+//! keys (a hold of ~0.23 active TTL); `--keys 18000000` is #4181's rig (~1.4). The report's
+//! `walk_ms` is the measured hold of one walk, so the ratio of a run can be checked.
 //! A flag given on the command line applies to every scenario, join-storm included.
 
 use std::fmt;
@@ -91,10 +91,44 @@ impl Design {
 /// Where Ping runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PingThread {
-    /// A thread of its own (upstream PR #4183's heartbeat server).
+    /// A thread of its own: ours, and upstream with PR #4183's one-thread heartbeat server.
     Dedicated,
-    /// On the worker pool, between data-plane requests.
+    /// On the data-plane worker pool: upstream main, whose coro_rpc io threads run every
+    /// handler, Ping included, to completion.
     Shared,
+}
+
+impl PingThread {
+    /// Each design's own setup: ours serves Ping on a thread of its own; upstream main serves
+    /// it on the RPC worker pool (it has no heartbeat server; #4183 adds one).
+    pub fn of(design: Design) -> PingThread {
+        match design {
+            Design::UpstreamMain => PingThread::Shared,
+            _ => PingThread::Dedicated,
+        }
+    }
+}
+
+/// In `shared` mode, what a worker serves first when both due Pings and queued join-storm
+/// requests wait for it. Upstream's code does not decide it: coro_rpc runs each handler to
+/// completion on the io thread that read it, in the order its event loop finds the requests,
+/// so the load test runs both ends of the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServeOrder {
+    /// By arrival, as an event loop's FIFO handler queue serves them: the storm's requests,
+    /// all arrived at once, before the Pings that came due after them (the harshest for Ping).
+    Fifo,
+    /// Every due Ping before the next request (the gentlest for Ping).
+    PingsFirst,
+}
+
+impl fmt::Display for ServeOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ServeOrder::Fifo => "fifo",
+            ServeOrder::PingsFirst => "pings-first",
+        })
+    }
 }
 
 impl fmt::Display for PingThread {
@@ -127,13 +161,15 @@ pub struct StormScale {
 
 impl Default for StormScale {
     fn default() -> Self {
+        // Upstream's Ping every 1 s, active TTL 10 s, suspicion TTL 20 s (types.h:96-98 at
+        // c19e7c52f), each divided by ~15.4 = 767 ns / 50 ns per key (see the module doc).
         Self {
             keys: 3_000_000,
             clients: 2_000,
-            ping_interval_ms: 60,
-            active_ttl_ms: 150,
-            suspicion_ttl_ms: 300,
-            duration_s: 3,
+            ping_interval_ms: 65,
+            active_ttl_ms: 650,
+            suspicion_ttl_ms: 1_300,
+            duration_s: 4,
         }
     }
 }
@@ -145,8 +181,13 @@ pub struct Options {
     pub scenario: Scenario,
     /// Designs to run.
     pub design: Design,
-    /// Where Ping runs.
-    pub ping_thread: PingThread,
+    /// Where Ping runs; `None`: each design's own ([`PingThread::of`]).
+    pub ping_thread: Option<PingThread>,
+    /// What a worker serves first in `shared` mode.
+    pub serve_order: ServeOrder,
+    /// join-storm's ReMounts walk every metadata shard (PR #2991's squash; main after an HA
+    /// promotion) or not (main and the released 0.3.14 master on a plain join).
+    pub storm_walk: bool,
     /// Data-plane worker threads.
     pub threads: usize,
     /// Preloaded objects (Get targets; join-storm's walk size).
@@ -183,7 +224,9 @@ impl Default for Options {
         Self {
             scenario: Scenario::All,
             design: Design::Both,
-            ping_thread: PingThread::Dedicated,
+            ping_thread: None,
+            serve_order: ServeOrder::Fifo,
+            storm_walk: true,
             threads: 2,
             keys: 1_000_000,
             joiners: 12,
@@ -203,6 +246,11 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Where `design`'s pings are served in this invocation.
+    pub fn ping_thread_for(&self, design: Design) -> PingThread {
+        self.ping_thread.unwrap_or(PingThread::of(design))
+    }
+
     /// The knobs one run of `scenario` uses: join-storm takes its [`StormScale`].
     pub fn for_scenario(&self, scenario: Scenario) -> Options {
         let mut o = self.clone();
@@ -291,19 +339,22 @@ mod tests {
         let storm = o.for_scenario(Scenario::JoinStorm);
         assert_eq!(
             (storm.keys, storm.clients, storm.ping_interval_ms),
-            (3_000_000, 2_000, 60)
+            (3_000_000, 2_000, 65)
         );
         assert_eq!(
             (storm.active_ttl_ms, storm.suspicion_ttl_ms, storm.duration_s),
-            (150, 300, 3)
+            (650, 1_300, 4)
         );
+        // Upstream's proportions: Ping and monitor every 0.1 active TTL, suspicion 2 x active.
+        assert_eq!(storm.active_ttl_ms, 10 * storm.ping_interval_ms);
+        assert_eq!(storm.suspicion_ttl_ms, 2 * storm.active_ttl_ms);
         for s in [Scenario::Steady, Scenario::OffboardBig, Scenario::Snapshot] {
             assert_eq!(o.for_scenario(s), o);
         }
         // A bad storm scale is refused only when join-storm runs.
         let bad = Options {
             storm: StormScale {
-                ping_interval_ms: 150,
+                ping_interval_ms: 650,
                 ..StormScale::default()
             },
             ..Options::default()

@@ -2,15 +2,17 @@
 //! harness drives, all `&self` so that any number of threads call them at once.
 //!
 //! [`MasterPaths`] is implemented for the concurrent reference [`Master`] directly: every call
-//! is the master's own path, with the master's own locks (see `src/master/mod.rs`). The harness
+//! is the master's own path, with the master's own locks (see `src/master/mod.rs`); Ping is
+//! [`MasterCore::ping`], which records a recovery among the master's events itself. The harness
 //! runs offboarding itself (the master's `Outbox` driver: `tick` hands the jobs minted to the
 //! harness's offboarding thread, which runs them through the same steps the master's workers
-//! use), so that the `upstream-main` design can wrap offboarding in main's locks too.
-//! [`new_master`] builds the master the harness uses.
+//! use), so that the `upstream-main` design can run its own offboarding with upstream's locks.
+//! The pieces a wrapper takes locks around separately (`remount_segments`, `walk`, `unmount`)
+//! are paths of their own. [`new_master`] builds the master the harness uses.
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, PingOutcome, Transition};
+use crate::liveness::{ClientId, LivenessState, PingStatus};
 use crate::master::{
     Master, MasterCore, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec,
 };
@@ -18,24 +20,80 @@ use crate::offboarding::executor::SharedSteps;
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, OffboardingSteps};
 use std::sync::Arc;
 
+/// One committed liveness transition, as the harness counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The client.
+    pub client: ClientId,
+    /// State before.
+    pub from: LivenessState,
+    /// State after.
+    pub to: LivenessState,
+}
+
+/// A client the `upstream-main` design retired: what its offboarding worker needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retired {
+    /// The client (for the harness's accounting).
+    pub client: ClientId,
+    /// Its name (the registry key).
+    pub name: String,
+    /// The retired record's identity (the compare of compare-and-erase).
+    pub serial: u64,
+    /// Its segments, prepared for unmount by the retire step.
+    pub segments: Vec<String>,
+}
+
+/// An offboarding job handed from a tick to the harness's offboarding thread.
+#[derive(Debug)]
+pub enum Job {
+    /// Our master's job.
+    Ours(ClientOffboardingJob),
+    /// An `upstream-main` retirement.
+    Retired(Retired),
+}
+
+impl Job {
+    /// The client being offboarded.
+    pub fn client(&self) -> ClientId {
+        match self {
+            Job::Ours(j) => j.client(),
+            Job::Retired(r) => r.client,
+        }
+    }
+}
+
 /// What one monitor tick produced.
 #[derive(Debug, Default)]
 pub struct TickOutcome {
     /// Committed transitions, in commit order.
-    pub transitions: Vec<Transition>,
+    pub changes: Vec<Change>,
     /// Offboarding jobs minted by this tick, for the harness's offboarding worker.
-    pub jobs: Vec<ClientOffboardingJob>,
+    pub jobs: Vec<Job>,
 }
 
 /// The request paths the load test drives. Every method may run concurrently with every other.
 pub trait MasterPaths: Send + Sync {
     /// Ping: records a liveness signal of `client`; returns once the record is updated.
-    fn ping(&self, client: &str) -> PingOutcome;
+    fn ping(&self, client: &str) -> PingStatus;
     /// MountSegment.
     fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError>;
-    /// ReMount of `specs` (empty = a segment-less client), *including the walk over every
-    /// metadata shard* that main's post-promotion ReMount does (HA standby adoption).
-    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError>;
+    /// ReMount of `specs` (empty = a segment-less client) *without* the walk over the metadata.
+    fn remount_segments(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError>;
+    /// One pass over every metadata shard, one shard lock at a time, visiting every replica
+    /// (the post-promotion ReMount's adoption walk; its cost also stands for upstream's
+    /// all-shard cleanup sweep). Returns the replicas matched, so it is not optimised away.
+    fn walk(&self, client: &str, specs: &[SegmentSpec]) -> usize;
+    /// ReMount as the design serves a joining client: the segments, then, if `walk`, the walk.
+    fn remount(&self, client: &str, specs: &[SegmentSpec], walk: bool) -> Result<(), MasterError> {
+        self.remount_segments(client, specs)?;
+        if walk {
+            std::hint::black_box(self.walk(client, specs));
+        }
+        Ok(())
+    }
+    /// UnmountSegment: the segment and every replica on it go.
+    fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError>;
     /// PutStart of one replica of `size` bytes.
     fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError>;
     /// PutEnd.
@@ -44,16 +102,14 @@ pub trait MasterPaths: Send + Sync {
     fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError>;
     /// Remove.
     fn remove(&self, key: &str) -> Result<(), MasterError>;
-    /// The name of the client owning `key`'s first replica (routing; `None` if absent).
-    fn owner_of(&self, key: &str) -> Option<String>;
     /// Does the object table hold `key` (servable or not)?
     fn contains(&self, key: &str) -> bool;
     /// The id of client `name`, if it was ever mounted.
     fn client_id(&self, name: &str) -> Option<ClientId>;
     /// One monitor tick.
     fn tick(&self) -> TickOutcome;
-    /// Runs an offboarding job to completion, in bounded batches; hands it back on failure.
-    fn run_job(&self, job: ClientOffboardingJob) -> Result<(), ClientOffboardingJob>;
+    /// Runs a batch of offboarding jobs to completion; hands back the ones that failed.
+    fn run_jobs(&self, jobs: Vec<Job>) -> Vec<Job>;
     /// Takes a snapshot of the whole master; returns its size (objects), so it is not optimised away.
     fn snapshot(&self) -> usize;
 }
@@ -70,26 +126,27 @@ pub fn new_master(config: LivenessConfig, options: MasterOptions) -> Master {
 }
 
 impl MasterPaths for Master {
-    fn ping(&self, client: &str) -> PingOutcome {
-        // The master's Ping (no lock); the outcome's recovery is already recorded as an event.
-        match self.client_id(client) {
-            Some(id) => self.liveness().ping(id, None),
-            None => PingOutcome {
-                status: crate::liveness::PingStatus::NeedRemount,
-                recovered: None,
-            },
-        }
+    fn ping(&self, client: &str) -> PingStatus {
+        // The master's own Ping (no lock): a recovery is recorded among its events, which
+        // `tick` hands to the harness.
+        MasterCore::ping(self, client)
     }
 
     fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
         MasterCore::mount(self, client, segment, size)
     }
 
-    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
-        // The post-promotion ReMount: the walk over every metadata shard, one lock at a time.
-        MasterCore::remount(self, client, specs)?;
-        std::hint::black_box(self.adoption_walk(client, specs));
-        Ok(())
+    fn remount_segments(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+        MasterCore::remount(self, client, specs)
+    }
+
+    fn walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+        // The post-promotion adoption walk: every metadata shard, one lock at a time.
+        self.adoption_walk(client, specs)
+    }
+
+    fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+        MasterCore::unmount(self, client, segment)
     }
 
     fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError> {
@@ -108,13 +165,6 @@ impl MasterPaths for Master {
         MasterCore::remove(self, key)
     }
 
-    fn owner_of(&self, key: &str) -> Option<String> {
-        let shard = self.shards().lock_key(key);
-        let owner = shard.objects.get(key)?.replicas.first()?.owner().client();
-        drop(shard);
-        Some(self.client_name(owner))
-    }
-
     fn contains(&self, key: &str) -> bool {
         self.shards().lock_key(key).objects.contains_key(key)
     }
@@ -125,23 +175,39 @@ impl MasterPaths for Master {
 
     fn tick(&self) -> TickOutcome {
         MasterCore::tick(self);
-        let transitions = self
+        let changes = self
             .take_events()
             .into_iter()
             .filter_map(|e| match e {
-                MasterEvent::Transition(t) => Some(t),
+                MasterEvent::Transition(t) => Some(Change {
+                    client: t.client,
+                    from: t.from,
+                    to: t.to,
+                }),
                 _ => None,
             })
             .collect();
         TickOutcome {
-            transitions,
-            jobs: self.take_jobs(),
+            changes,
+            jobs: self.take_jobs().into_iter().map(Job::Ours).collect(),
         }
     }
 
-    fn run_job(&self, job: ClientOffboardingJob) -> Result<(), ClientOffboardingJob> {
-        let mut steps = Shared(self);
-        complete_client_offboarding(&mut steps, self.liveness().registry(), job).map(|_| ())
+    fn run_jobs(&self, jobs: Vec<Job>) -> Vec<Job> {
+        let mut failed = Vec::new();
+        for job in jobs {
+            match job {
+                Job::Ours(job) => {
+                    let mut steps = Shared(self);
+                    if let Err(back) = complete_client_offboarding(&mut steps, self.liveness().registry(), job) {
+                        failed.push(Job::Ours(back));
+                    }
+                }
+                // Not ours: nothing of this master to clean up.
+                Job::Retired(_) => {}
+            }
+        }
+        failed
     }
 
     fn snapshot(&self) -> usize {
@@ -163,14 +229,23 @@ impl OffboardingSteps for Shared<'_> {
 }
 
 impl<T: MasterPaths + ?Sized> MasterPaths for Arc<T> {
-    fn ping(&self, client: &str) -> PingOutcome {
+    fn ping(&self, client: &str) -> PingStatus {
         (**self).ping(client)
     }
     fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
         (**self).mount(client, segment, size)
     }
-    fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
-        (**self).remount(client, specs)
+    fn remount_segments(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+        (**self).remount_segments(client, specs)
+    }
+    fn walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+        (**self).walk(client, specs)
+    }
+    fn remount(&self, client: &str, specs: &[SegmentSpec], walk: bool) -> Result<(), MasterError> {
+        (**self).remount(client, specs, walk)
+    }
+    fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+        (**self).unmount(client, segment)
     }
     fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError> {
         (**self).put(key, size)
@@ -184,9 +259,6 @@ impl<T: MasterPaths + ?Sized> MasterPaths for Arc<T> {
     fn remove(&self, key: &str) -> Result<(), MasterError> {
         (**self).remove(key)
     }
-    fn owner_of(&self, key: &str) -> Option<String> {
-        (**self).owner_of(key)
-    }
     fn contains(&self, key: &str) -> bool {
         (**self).contains(key)
     }
@@ -196,8 +268,8 @@ impl<T: MasterPaths + ?Sized> MasterPaths for Arc<T> {
     fn tick(&self) -> TickOutcome {
         (**self).tick()
     }
-    fn run_job(&self, job: ClientOffboardingJob) -> Result<(), ClientOffboardingJob> {
-        (**self).run_job(job)
+    fn run_jobs(&self, jobs: Vec<Job>) -> Vec<Job> {
+        (**self).run_jobs(jobs)
     }
     fn snapshot(&self) -> usize {
         (**self).snapshot()

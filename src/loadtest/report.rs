@@ -36,12 +36,22 @@ pub struct RunReport {
     pub design: &'static str,
     /// `dedicated` or `shared`.
     pub ping_thread: String,
+    /// `fifo` or `pings-first` (what a shared worker serves first).
+    pub serve_order: String,
     /// Data-plane worker threads.
     pub threads: usize,
     /// Seed.
     pub seed: u64,
     /// Ping period, ms.
     pub ping_interval_ms: u64,
+    /// Active TTL, ms.
+    pub active_ttl_ms: u64,
+    /// Preloaded objects.
+    pub keys: usize,
+    /// One walk over every metadata shard of the preloaded table (a ReMount's walk), ms.
+    pub walk_ms: f64,
+    /// Whether join-storm's ReMounts walked.
+    pub storm_walk: bool,
     /// Data-plane operations completed while measuring (put, get, remove).
     pub ops: u64,
     /// `ops` per measured second.
@@ -70,10 +80,15 @@ impl RunReport {
         Self {
             scenario: r.scenario.name(),
             design: r.design.name(),
-            ping_thread: opts.ping_thread.to_string(),
+            ping_thread: r.ping_thread.to_string(),
+            serve_order: opts.serve_order.to_string(),
             threads: opts.threads,
             seed: opts.seed,
             ping_interval_ms: opts.ping_interval_ms,
+            active_ttl_ms: opts.active_ttl_ms,
+            keys: opts.keys,
+            walk_ms: (r.walk_ms * 10.0).round() / 10.0,
+            storm_walk: opts.storm_walk,
             ops: r.rec.ops,
             ops_per_s: if r.measured_s > 0.0 {
                 (r.rec.ops as f64 / r.measured_s).round()
@@ -110,10 +125,11 @@ pub fn table(reports: &[RunReport]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<13} {:<13} {:<9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>5} {:>5} {:>5}",
+        "{:<13} {:<13} {:<9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>5} {:>5} {:>5}",
         "scenario",
         "design",
         "ping",
+        "walk",
         "ops/s",
         "get p99",
         "put p99",
@@ -129,10 +145,11 @@ pub fn table(reports: &[RunReport]) -> String {
         let l = |k: &str| r.latency_us.get(k).copied().unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<13} {:<13} {:<9} {:>9.0} {:>9} {:>9} {:>9} {:>9} {:>8.0}ms {:>8.0}ms {:>5} {:>5} {:>5}",
+            "{:<13} {:<13} {:<9} {:>5.0}ms {:>9.0} {:>9} {:>9} {:>9} {:>9} {:>8.0}ms {:>8.0}ms {:>5} {:>5} {:>5}",
             r.scenario,
             r.design,
             r.ping_thread,
+            r.walk_ms,
             r.ops_per_s,
             us(l("get").p99),
             us(l("put").p99),
@@ -177,6 +194,8 @@ mod tests {
         let r = RunResult {
             scenario,
             design: Design::UpstreamMain,
+            ping_thread: crate::loadtest::PingThread::Shared,
+            walk_ms: 12.34,
             rec,
             measured_s: 2.0,
             false_suspected: 3,
@@ -196,9 +215,14 @@ mod tests {
             "scenario",
             "design",
             "ping_thread",
+            "serve_order",
             "threads",
             "seed",
             "ping_interval_ms",
+            "active_ttl_ms",
+            "keys",
+            "walk_ms",
+            "storm_walk",
             "ops",
             "ops_per_s",
             "latency_us",
@@ -226,7 +250,9 @@ mod tests {
         assert!(v["ping_gap_ms"]["p99"].is_f64());
         assert_eq!(v["design"], "upstream-main");
         assert_eq!(v["scenario"], "offboard-big");
-        assert_eq!(v["ping_thread"], "dedicated");
+        assert_eq!(v["ping_thread"], "shared");
+        assert_eq!(v["serve_order"], "fifo");
+        assert_eq!(v["walk_ms"], 12.3);
         assert_eq!((v["ops"].as_u64(), v["ops_per_s"].as_f64()), (Some(1), Some(1.0)));
         assert_eq!(v["false_suspected"], 3);
         assert_eq!(v["false_offline"], 1);

@@ -10,12 +10,12 @@
 //!    than the victim's). Preloading goes to the master directly, around the design's locks.
 
 use super::drivers::{self, Ctx};
-use super::options::{Design, Options, Scenario};
+use super::options::{Design, Options, PingThread, Scenario};
 use super::paths::{new_master, MasterPaths};
 use super::stats::{self, Recorder, BEFORE, DURING, OTHER};
 use super::upstream::UpstreamMain;
 use crate::config::LivenessConfig;
-use crate::master::MasterOptions;
+use crate::master::{MasterOptions, SegmentSpec};
 use crate::sync::Ordering;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::{Duration, Instant};
@@ -27,6 +27,11 @@ pub(super) struct RunResult {
     pub(super) scenario: Scenario,
     /// The design.
     pub(super) design: Design,
+    /// Where its pings were served.
+    pub(super) ping_thread: PingThread,
+    /// One walk over every metadata shard of the preloaded table, ms (the hold of one
+    /// ReMount's walk), timed on the bare master before measuring.
+    pub(super) walk_ms: f64,
     /// Every thread's measurements, merged (open gaps closed).
     pub(super) rec: Recorder,
     /// Measured seconds (data plane on).
@@ -44,11 +49,13 @@ pub(super) struct RunResult {
 }
 
 fn config(opts: &Options, design: Design) -> LivenessConfig {
+    // Under `upstream-main` the master's own liveness never acts (its tick is never called:
+    // upstream's records and monitor in `upstream` decide); the TTLs are set all the same.
     let upstream = design == Design::UpstreamMain;
     LivenessConfig {
         active_ttl_ms: opts.active_ttl_ms,
         suspicion_ttl_ms: opts.suspicion_ttl_ms,
-        monitor_tick_ms: (opts.active_ttl_ms / 10).clamp(1, 100),
+        monitor_tick_ms: (opts.active_ttl_ms / 10).clamp(1, 1000),
         stall_bound_ms: (opts.active_ttl_ms / 2).max(1),
         // Upstream has neither brake (see `upstream`'s module doc).
         stall_brake: !upstream,
@@ -95,19 +102,25 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
     let wrapped;
     let paths: &dyn MasterPaths = match design {
         Design::UpstreamMain => {
-            wrapped = UpstreamMain::new(raw.clone());
+            wrapped = UpstreamMain::new(
+                raw.clone(),
+                Duration::from_millis(opts.active_ttl_ms),
+                Duration::from_millis(opts.suspicion_ttl_ms),
+            );
             &wrapped
         }
         _ => &*raw,
     };
-    let ctx = Ctx::new(paths, opts, client_names(opts));
+    let ping_thread = opts.ping_thread_for(design);
+    let ctx = Ctx::new(paths, opts, ping_thread, client_names(opts));
     let prefix = format!("{} / {}", scenario.name(), design.name());
     let (tx, rx) = std::sync::mpsc::channel();
-    let tick = Duration::from_millis((opts.active_ttl_ms / 10).clamp(1, 100));
+    let tick = Duration::from_millis((opts.active_ttl_ms / 10).clamp(1, 1000));
     let mut marks = Vec::new();
+    let mut walk_ms = 0.0;
     let mut recs = std::thread::scope(|s| -> Result<Vec<Recorder>, String> {
         let mut handles = Vec::new();
-        if opts.ping_thread == super::options::PingThread::Dedicated {
+        if ping_thread == PingThread::Dedicated {
             handles.push(s.spawn(|| drivers::ping_thread(&ctx)));
         }
         for i in 0..opts.threads {
@@ -116,7 +129,10 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
         }
         s.spawn(|| drivers::monitor_thread(&ctx, tick, tx));
         s.spawn(|| drivers::offboarding_thread(&ctx, rx));
-        let script = setup(&ctx, &*raw, scenario, &prefix).and_then(|()| script(&ctx, scenario, &prefix, &mut marks));
+        let script = setup(&ctx, &*raw, scenario, &prefix).and_then(|()| {
+            walk_ms = time_walk(&ctx, &*raw);
+            script(&ctx, scenario, &prefix, &mut marks)
+        });
         ctx.stop.store(true, Ordering::Release);
         let mut recs = Vec::new();
         for h in handles {
@@ -142,6 +158,8 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
     Ok(RunResult {
         scenario,
         design,
+        ping_thread,
+        walk_ms,
         rec,
         measured_s,
         false_suspected: ctx.false_suspected.load(Ordering::Relaxed),
@@ -150,6 +168,19 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
         rss_bytes: stats::rss_bytes(),
         marks,
     })
+}
+
+/// One walk over every shard of the preloaded table on the bare master (no design's locks), ms.
+fn time_walk(ctx: &Ctx<'_>, raw: &dyn MasterPaths) -> f64 {
+    // A joiner's walk: its new segment holds none of the preloaded replicas.
+    let holder = &ctx.clients[0];
+    let spec = [SegmentSpec {
+        segment: format!("{holder}-walk-probe"),
+        size: ctx.opts.segment_size(),
+    }];
+    let t0 = Instant::now();
+    std::hint::black_box(raw.walk(holder, &spec));
+    t0.elapsed().as_secs_f64() * 1000.0
 }
 
 /// Preloaded keys missing from the master, counted on `--threads` threads (a slice each).
@@ -176,7 +207,7 @@ fn setup(ctx: &Ctx<'_>, raw: &dyn MasterPaths, scenario: Scenario, prefix: &str)
     let joiners_from = ctx.clients.len() - opts.joiners;
     for (c, name) in ctx.clients[..joiners_from].iter().enumerate() {
         ctx.paths
-            .remount(name, &[])
+            .remount(name, &[], false)
             .map_err(|e| format!("setup: remount of {name} failed: {e}"))?;
         ctx.set_pinging(c, true);
     }

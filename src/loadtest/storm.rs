@@ -62,6 +62,15 @@ impl RemountQueue {
         (i < self.len).then_some(self.first + i)
     }
 
+    /// When the requests arrived, while some are still unclaimed (`None` before the storm
+    /// and once every request is claimed).
+    pub(super) fn waiting_since(&self) -> Option<Instant> {
+        if !self.open.load(Ordering::Acquire) || self.next.load(Ordering::Relaxed) >= self.len {
+            return None;
+        }
+        self.arrived.get().copied()
+    }
+
     /// When the requests arrived (the clients' latency counts from here).
     pub(super) fn arrived(&self) -> Instant {
         *self.arrived.get_or_init(Instant::now)
