@@ -3,7 +3,7 @@
 //! and the inline offboarding job lists and cancels `a`'s tasks. Issue 29 defect 3.
 //!
 //! Scenario (2 metadata shards, 2 registry shards): `a` owns `a0` and a LocalDisk, one complete
-//! object `k0` on `a0`; `b` owns `b0` and keeps pinging. One thread runs `a`'s offload
+//! object `k0` on `a0` and `b0`; `b` owns `b0` and keeps pinging. One thread runs `a`'s offload
 //! heartbeat; the main thread ticks at `a`'s active deadline (Suspected) and at its suspicion
 //! deadline (Offline; the job runs inline). Then ticks until no job is pending.
 //!
@@ -33,7 +33,10 @@ fn master_offload_vs_offline_commit() {
         |seen| {
             let rig = Rig::new(OffboardingDriver::Inline);
             rig.m.mount_local_disk(VICTIM, 1000).unwrap();
-            rig.object("k0", 10, 1);
+            // On a0 and b0: the job's sweep of a0 leaves k0 standing (on b0), so an offload task
+            // it did not list would outlive it (with one replica the object, and every task of
+            // it, would go with a0).
+            rig.object("k0", 10, 2);
             let heartbeat = {
                 let m = rig.m.clone();
                 thread::spawn(move || m.offload_heartbeat(VICTIM))
