@@ -8,8 +8,8 @@
 # embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate,
 # the C ABI (ffi crate tests, scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan,
 # the C++ example), the loom models in their own target dir, and the conformance harness
-# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min), and
-# the wire crate's golden captures.
+# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min), the
+# wire crate's golden captures, and `serve` with the real client (scripts/serve_real.sh; ~1 min).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,5 +67,8 @@ scripts/loom.sh
 
 step "conformance: the legacy model against the real mooncake_master (docs/CONFORMANCE.md)"
 CONFORMANCE_OUT=target/CONFORMANCE.md scripts/conformance.sh
+
+step "serve: the real 0.3.13.post1 client against mooncake-liveness serve (namespace; ~1 min)"
+scripts/serve_real.sh
 
 step "all checks passed"
