@@ -186,7 +186,14 @@ def case_pause(a, b, serve, a_id):
     check("pause: its data is still there (read by another client)", all(g.get("equal") for g in got), got)
 
 
+def segment_mounted(endpoint):
+    """The real master's check (conformance/realmaster.py): the capacity gauge of the segment."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=2).read().decode()
+    return f'segment_total_capacity_bytes{{segment="{endpoint}"}}' in text
+
+
 def case_kill(victim, b, serve, victim_id):
+    check("kill: the victim's segment is in /metrics", segment_mounted(victim.hostname))
     for k in ("q0", "q1"):
         check(f"kill: put {k}", victim.call(cmd="put", key=k, size=2048)["rc"] == 0)
     victim.kill()
@@ -194,6 +201,7 @@ def case_kill(victim, b, serve, victim_id):
     acts = serve.actions(victim_id)
     check("kill: Suspected, then Offline, then offboarded", done and "client_liveness_offline" in acts, acts)
     check("kill: its keys are gone", b.call(cmd="exist", key="q0")["rc"] == 0)
+    check("kill: its segment left /metrics", wait_for(lambda: not segment_mounted(victim.hostname), 3))
 
 
 def case_restart(a, binary, logdir, serve):

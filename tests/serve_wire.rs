@@ -184,7 +184,7 @@ fn place(d: &ReplicaDescriptor) -> (u64, u64) {
 
 #[test]
 fn mount_put_get_lease_remove_over_the_wire() {
-    let server = Server::start(&["--default_kv_lease_ttl=300"]);
+    let server = Server::start(&["--default_kv_lease_ttl=300", "--vmodule=scoped_vlog_timer=1"]);
     let mut c = server.connect();
     assert_eq!(c.call::<rpc::ServiceReady>(&()), Ok("2.0.0".to_string()));
     let client = uuid(1);
@@ -251,6 +251,12 @@ fn mount_put_get_lease_remove_over_the_wire() {
     put(&mut c, client, "r2", 1 << 20).unwrap();
     assert_eq!(c.call::<rpc::Remove>(&("r2".into(), true, T.into())), Ok(()));
     assert_eq!(c.call::<rpc::UnmountSegment>(&(seg.id, client)), Ok(()));
+    // `--vmodule=scoped_vlog_timer=1`: the real master's Ping line, which harnesses read.
+    assert!(
+        server.log().contains(&format!("] Ping request: client_id={client}\n")),
+        "{}",
+        server.log()
+    );
     assert_eq!(
         c.call::<rpc::PutStart>(&(client, "x".into(), 10, config(), T.into()))
             .map(|_| ()),

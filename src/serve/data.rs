@@ -54,6 +54,8 @@ impl State {
         &self,
         (client, key, size, config, tenant): (Uuid, String, u64, ReplicateConfig, String),
     ) -> Expected<Vec<ReplicaDescriptor>> {
+        // The real master's request counters (its `/metrics` names).
+        metrics::counter!("master_put_start_requests_total").increment(1);
         let replicas = usize::try_from(config.replica_num).map_err(|_| ErrorCode::INVALID_PARAMS)?;
         let cname = name_of(&client);
         match self.try_put(&cname, &tenant, &key, size, replicas) {
@@ -108,6 +110,7 @@ impl State {
 
     /// PutEnd: the replicas become readable; the checksum is kept for GetReplicaList.
     pub(crate) fn put_end(&self, (client, meta, _, _): (Uuid, ObjectMeta, ReplicaType, String)) -> Expected<()> {
+        metrics::counter!("master_put_end_requests_total").increment(1);
         let mut stripe = self.objects.lock(&meta.key);
         self.master
             .put_end_as(&name_of(&client), &meta.key)

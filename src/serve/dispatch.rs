@@ -57,7 +57,7 @@ pub(crate) fn handle(state: &State, header: &RequestHeader, body: &[u8], peer: &
     metrics::counter!("mooncake_liveness_serve_rpc_total", "function" => f.name()).increment(1);
     metrics::histogram!("mooncake_liveness_serve_rpc_latency_us", "function" => f.name()).record(us as f64);
     if super::log::rpc_lines() {
-        info!("{} request: peer={peer}, seq={seq}, latency_us={us}", f.name());
+        info!("{} response: peer={peer}, seq={seq}, latency_us={us}", f.name());
     }
     out
 }

@@ -1,6 +1,7 @@
 //! The two HTTP servers: the transfer-metadata server (`/metadata?key=`, `/health`; upstream's
 //! API, see [`metadata`](super::metadata)) when `--enable_http_metadata_server`, and the metrics
-//! server (`GET /metrics`, Prometheus text; `GET /health`). HTTP/1.1 with keep-alive (hyper);
+//! server (`GET /metrics`, Prometheus text, with the real master's
+//! `segment_total_capacity_bytes{segment=...}`; `GET /health`). HTTP/1.1 with keep-alive (hyper);
 //! request bodies above [`MAX_BODY`] are answered 413.
 //!
 //! Ground rules: each connection is its own task; what they share is the metadata store (one
@@ -8,6 +9,7 @@
 
 use super::log::warning;
 use super::metadata::{Answer, MetadataStore};
+use super::state::State;
 use crate::sync::Arc;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -25,8 +27,9 @@ pub(crate) const MAX_BODY: usize = 16 << 20;
 pub(crate) enum Site {
     /// `/metadata` and `/health`.
     Metadata(Arc<MetadataStore>),
-    /// `/metrics` and `/health`.
-    Metrics(PrometheusHandle),
+    /// `/metrics` and `/health`: the recorder's metrics, then the state's own lines
+    /// ([`upstream_lines`]).
+    Metrics(PrometheusHandle, Arc<State>),
 }
 
 /// Serves `site` on `listener` until `stop` turns true.
@@ -73,11 +76,28 @@ async fn answer(site: &Site, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     match (site, req.method(), path.as_str()) {
         (_, &Method::GET, "/health") => text(200, "OK"),
-        (Site::Metrics(handle), &Method::GET, "/metrics") => {
-            reply(200, handle.render().into_bytes(), "text/plain; version=0.0.4")
+        (Site::Metrics(handle, state), &Method::GET, "/metrics") => {
+            let mut text = handle.render();
+            upstream_lines(state, &mut text);
+            reply(200, text.into_bytes(), "text/plain; version=0.0.4")
         }
         (Site::Metadata(store), _, "/metadata") => metadata(store, req).await,
         _ => text(404, "not found"),
+    }
+}
+
+/// The real master's per-segment capacity gauge, one line per segment mounted now (written at
+/// each scrape, so a segment's line is gone as soon as the segment is: what a harness written
+/// for `mooncake_master` reads to see whether a client's segment is mounted).
+fn upstream_lines(state: &State, out: &mut String) {
+    use std::fmt::Write;
+    out.push_str("# TYPE segment_total_capacity_bytes gauge\n");
+    for s in state.spaces.all() {
+        let _ = writeln!(
+            out,
+            "segment_total_capacity_bytes{{segment=\"{}\"}} {}",
+            s.endpoint, s.size
+        );
     }
 }
 

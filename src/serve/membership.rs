@@ -35,7 +35,12 @@ impl State {
 
     /// Ping: the master's lock-free Ping. `view_version_id` is 0, as a master without HA answers.
     pub(crate) fn ping(&self, client: Uuid) -> Expected<PingResponse> {
-        let client_status = match self.master.ping(&name_of(&client)) {
+        let name = name_of(&client);
+        if super::log::rpc_lines() {
+            // The real master's line (`--vmodule=scoped_vlog_timer=1`), which harnesses read.
+            info!("Ping request: client_id={name}");
+        }
+        let client_status = match self.master.ping(&name) {
             PingStatus::Ok => ClientStatus::OK,
             PingStatus::NeedRemount => ClientStatus::NEED_REMOUNT,
         };

@@ -114,7 +114,7 @@ pub fn run(o: ServeOptions) -> Result<(), String> {
         let rpc = bind("RPC server", &o.rpc_address, o.rpc_port).await?;
         let metrics = bind("metrics server", &o.metrics_host, o.metrics_port).await?;
         let addresses = (local(&rpc), local(&metrics));
-        tokio::spawn(http::serve(metrics, http::Site::Metrics(prometheus), stop.clone()));
+        tokio::spawn(http::serve(metrics, http::Site::Metrics(prometheus, state.clone()), stop.clone()));
         let mut http_metadata = "off".to_string();
         if o.enable_http_metadata_server {
             let l = bind(
