@@ -5,6 +5,8 @@
 //! as coro_rpc's server does. A frame the framing refuses (bad magic, a version above 0, a body
 //! over `--max_request_bytes`) or a stream that breaks inside a frame closes that connection
 //! only, as coro_rpc closes it; a handler that panicked ends its connection's task, no other.
+//! Ping is answered on the worker that read it; every other RPC runs in `block_in_place`, so a
+//! request waiting on the master's locks never holds up another connection's Ping.
 //!
 //! Ground rules: the only state shared between connections is [`State`] (see its rules); the
 //! connection gauge is the metrics facade's.
@@ -14,6 +16,7 @@ use super::log::warning;
 use super::state::State;
 use crate::sync::Arc;
 use mooncake_liveness_wire::codec::{read_request, write_frame, ReadError};
+use mooncake_liveness_wire::rpc::Function;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -59,7 +62,14 @@ async fn connection(stream: TcpStream, peer: String, state: Arc<State>, limit: u
             Err(ReadError::Io(_)) | Err(_) => return,
         };
         let body = &buf[..header.length as usize];
-        let frame = dispatch::handle(&state, &header, body, &peer);
+        // Ping answers on the worker that read it (it takes no lock). Any other request may
+        // wait on the master's locks: `block_in_place` first hands this worker's other tasks
+        // (other connections' Pings among them) to another worker, so no Ping waits behind it.
+        let frame = if header.function_id == Function::Ping.id() {
+            dispatch::handle(&state, &header, body, &peer)
+        } else {
+            tokio::task::block_in_place(|| dispatch::handle(&state, &header, body, &peer))
+        };
         if write_frame(&mut wr, &frame).await.is_err() {
             return;
         }
