@@ -5,17 +5,19 @@
 //! call, so the master's object and the key's placements change together. PutStart asks the
 //! master for replicas (it chooses segments by its accounting and the owners' liveness), then
 //! places each in its segment's address space; if a space has no free range large enough the
-//! Put is revoked in the master, the placements the master no longer backs are reconciled
-//! (eviction inside the Put may have freed some) and the Put is tried once more.
+//! Put is revoked in the master, that segment's placements the master no longer backs are
+//! freed (eviction inside the Put may have removed some objects there) and the Put is tried
+//! once more.
 //!
 //! Leases as the client observes them (upstream `MasterService`): GetReplicaList and ExistKey
 //! grant `default_kv_lease_ttl`; Remove without `force` is refused with `OBJECT_HAS_LEASE`
 //! while it runs; RemoveAll skips leased objects (and objects still being written).
 
 use super::objects::{Record, Stripe};
-use super::space::charged_bytes;
+use super::space::{charged_bytes, SegmentSpace};
 use super::state::{error_code, name_of, State};
 use crate::master::ReplicaDesc;
+use crate::sync::Arc;
 use mooncake_liveness_wire::enums::{ErrorCode, ReplicaStatus, ReplicaType};
 use mooncake_liveness_wire::rpc::Expected;
 use mooncake_liveness_wire::types::{
@@ -44,8 +46,8 @@ fn descriptor(id: u64, p: &super::space::Placement, status: ReplicaStatus) -> Re
 enum PutFailure {
     /// The master refused: final.
     Refused(ErrorCode),
-    /// A space had no free range: reconcile and try again.
-    NoRange,
+    /// This space had no free range: reconcile it and try again.
+    NoRange(Arc<SegmentSpace>),
 }
 
 impl State {
@@ -59,15 +61,17 @@ impl State {
         let replicas = usize::try_from(config.replica_num).map_err(|_| ErrorCode::INVALID_PARAMS)?;
         let cname = name_of(&client);
         match self.try_put(&cname, &tenant, &key, size, replicas) {
-            Err(PutFailure::NoRange) => {}
+            // The master may have evicted to make room: its victims' placements are freed here.
+            Err(PutFailure::NoRange(space)) => {
+                self.reconcile_space(&space);
+            }
             Err(PutFailure::Refused(e)) => return Err(e),
             Ok(d) => return Ok(d),
         }
-        self.reconcile();
         self.try_put(&cname, &tenant, &key, size, replicas)
             .map_err(|f| match f {
                 PutFailure::Refused(e) => e,
-                PutFailure::NoRange => ErrorCode::NO_AVAILABLE_HANDLE,
+                PutFailure::NoRange(_) => ErrorCode::NO_AVAILABLE_HANDLE,
             })
     }
 
@@ -90,12 +94,17 @@ impl State {
         }
         let mut rec = Record::default();
         for d in &descs {
-            match self.space(&d.segment).and_then(|s| s.allocate(size)) {
+            let space = self.space(&d.segment);
+            match space.as_ref().and_then(|s| s.allocate(key, size)) {
                 Some(p) => rec.placements.push((self.replica_id(), p)),
                 None => {
                     rec.free();
                     let _ = self.master.put_revoke_as(client, key);
-                    return Err(PutFailure::NoRange);
+                    return match space {
+                        Some(space) => Err(PutFailure::NoRange(space)),
+                        // Mounted in the master but not here: only while a mount is under way.
+                        None => Err(PutFailure::Refused(ErrorCode::NO_AVAILABLE_HANDLE)),
+                    };
                 }
             }
         }

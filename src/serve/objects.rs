@@ -9,15 +9,15 @@
 //!   master's own locks (inside its calls) → a space's allocator (leaf). Nothing takes a
 //!   stripe while holding any of those, and no request holds two stripes.
 //! - The master also drops objects on its own (eviction inside a Put, offboarding of an
-//!   Offline client, an unmounted segment). Their records go stale and are found by
-//!   [`Objects::reconcile`], which visits one stripe at a time and keeps a placement only while
-//!   the master still has a replica of that key on that segment. A Put meeting a stale record
-//!   of its own key frees it first (the master said the key was free).
+//!   Offline client, an unmounted segment). Their placements go stale; a reconcile of a segment
+//!   (`State::reconcile_space`) takes the keys placed in it, keeps those the master still lists
+//!   on that segment, and for each other one frees the placement through
+//!   [`Objects::drop_unbacked`], which asks the master again under the key's stripe. A Put
+//!   meeting a stale record of its own key frees it first (the master said the key was free).
 //! - Leases live in the record: set by GetReplicaList, checked by Remove, gone with the record.
 
-use super::space::Placement;
-use crate::master::{MasterCore, ReplicaKind};
-use crate::sync::{Mutex, MutexGuard};
+use super::space::{Placement, SegmentSpace};
+use crate::sync::{Arc, Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::time::Instant;
@@ -83,33 +83,23 @@ impl Objects {
         (0..STRIPES).map(|i| self.lock_index(i).len()).sum()
     }
 
-    /// Frees every placement the master no longer backs (see the module doc) and drops
-    /// records left without placements; returns the placements freed.
-    pub(crate) fn reconcile(&self, master: &MasterCore) -> usize {
-        let mut freed = 0;
-        for i in 0..STRIPES {
-            let mut stripe = self.lock_index(i);
-            stripe.retain(|key, rec| {
-                let backed: Vec<String> = master.object(key).map_or_else(Vec::new, |o| {
-                    o.replicas
-                        .iter()
-                        .filter_map(|r| match &r.kind {
-                            ReplicaKind::Memory { segment, .. } => Some(segment.name.clone()),
-                            ReplicaKind::LocalDisk { .. } => None,
-                        })
-                        .collect()
-                });
-                let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut rec.placements)
-                    .into_iter()
-                    .partition(|(_, p)| !p.space().is_retired() && backed.contains(&p.space().name));
-                freed += gone.len();
-                for (_, p) in gone {
-                    p.free();
-                }
-                rec.placements = keep;
-                !rec.placements.is_empty()
-            });
+    /// Frees `key`'s placement in `space` unless `backed` says the master still has that replica
+    /// (asked under the key's stripe, so no request for the key runs between the answer and the
+    /// free); drops the record when nothing is left. Returns whether it freed one.
+    pub(crate) fn drop_unbacked(&self, key: &str, space: &Arc<SegmentSpace>, backed: impl FnOnce() -> bool) -> bool {
+        let mut stripe = self.lock(key);
+        let Some(rec) = stripe.get_mut(key) else { return false };
+        let Some(at) = rec.placements.iter().position(|(_, p)| Arc::ptr_eq(p.space(), space)) else {
+            return false;
+        };
+        if !space.is_retired() && backed() {
+            return false;
         }
-        freed
+        let (_, p) = rec.placements.swap_remove(at);
+        p.free();
+        if rec.placements.is_empty() {
+            stripe.remove(key);
+        }
+        true
     }
 }

@@ -21,6 +21,9 @@
 //!   inside it.
 //! - A [`Placement`] is an allocation's only handle: not `Clone`, freed by consuming it, so no
 //!   allocation is freed twice. It holds its space, so it frees into the allocator it came from.
+//! - Each space indexes the keys placed in it (`keys`, a leaf mutex like the allocator, never
+//!   held with it): added when a placement is made, removed when it is freed, so a reconcile
+//!   looks at one segment's keys, not at every key.
 //! - A space is retired when its segment leaves the master (unmount, offboarding, a
 //!   mismatched remount): the allocator is dropped then, and freeing a placement of a retired
 //!   space does nothing. A later mount of the same segment gets a fresh space.
@@ -31,7 +34,7 @@ use crate::sync::{Arc, Mutex, MutexGuard, RwLock};
 use mooncake_liveness_wire::types::Segment as WireSegment;
 use offset_allocator::ext::min_allocator_size;
 use offset_allocator::{Allocation, Allocator};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Largest number of units a space holds (the allocator's bins top out just below 2^32).
 const MAX_UNITS: u64 = 1 << 31;
@@ -64,6 +67,7 @@ pub(crate) struct SegmentSpace {
     pub(crate) size: u64,
     shift: u32,
     alloc: Mutex<Option<Allocator<u32>>>,
+    keys: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for SegmentSpace {
@@ -80,6 +84,7 @@ impl std::fmt::Debug for SegmentSpace {
 /// One allocation inside a space.
 pub(crate) struct Placement {
     space: Arc<SegmentSpace>,
+    key: String,
     alloc: Allocation<u32>,
     /// Byte offset from the segment's base.
     pub(crate) offset: u64,
@@ -108,11 +113,12 @@ impl Placement {
         self.space.base + self.offset
     }
 
-    /// Frees it (nothing, if its space was retired).
+    /// Frees it (only from the index, if its space was retired).
     pub(crate) fn free(self) {
         if let Some(a) = self.space.allocator().as_mut() {
             a.free(self.alloc);
         }
+        self.space.index().remove(&self.key);
     }
 }
 
@@ -132,6 +138,7 @@ impl SegmentSpace {
             size: seg.size,
             shift,
             alloc: Mutex::new(Some(Allocator::with_max_allocs(units, MAX_ALLOCS))),
+            keys: Mutex::new(HashSet::new()),
         })
     }
 
@@ -139,13 +146,23 @@ impl SegmentSpace {
         self.alloc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn index(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The keys placed here now (a copy).
+    pub(crate) fn keys(&self) -> Vec<String> {
+        self.index().iter().cloned().collect()
+    }
+
     /// Does this space describe `seg` (same base, size and endpoint)?
     pub(crate) fn matches(&self, seg: &WireSegment) -> bool {
         self.base == seg.base && self.size == seg.size && self.endpoint == seg.name
     }
 
-    /// Allocates `size` bytes; `None` when no free range is large enough (or it is retired).
-    pub(crate) fn allocate(self: &Arc<Self>, size: u64) -> Option<Placement> {
+    /// Allocates `size` bytes for `key`; `None` when no free range is large enough (or it is
+    /// retired).
+    pub(crate) fn allocate(self: &Arc<Self>, key: &str, size: u64) -> Option<Placement> {
         if size == 0 || size > self.size {
             return None;
         }
@@ -153,8 +170,10 @@ impl SegmentSpace {
         let alloc = self.allocator().as_mut()?.allocate(u32::try_from(units).ok()?)?;
         let offset = u64::from(alloc.offset) << self.shift;
         debug_assert!(offset + size <= self.size, "{offset} + {size} > {}", self.size);
+        self.index().insert(key.to_string());
         Some(Placement {
             space: self.clone(),
+            key: key.to_string(),
             alloc,
             offset,
             size,
@@ -260,7 +279,7 @@ mod tests {
     fn placements_lie_inside_the_segment_and_never_overlap() {
         let space = Arc::new(SegmentSpace::new("s".into(), &seg(0x7f00_0000_0000, 1 << 20)).unwrap());
         let mut got: Vec<Placement> = Vec::new();
-        while let Some(p) = space.allocate(1000) {
+        while let Some(p) = space.allocate(&format!("k{}", got.len()), 1000) {
             assert!(p.address() >= space.base && p.address() + p.size <= space.base + space.size);
             got.push(p);
         }
@@ -272,7 +291,8 @@ mod tests {
             p.free();
         }
         assert_eq!(space.free_bytes(), 1 << 20);
-        assert!(space.allocate((1 << 20) + 1).is_none() && space.allocate(0).is_none());
+        assert!(space.allocate("x", (1 << 20) + 1).is_none() && space.allocate("x", 0).is_none());
+        assert!(space.keys().is_empty(), "freed placements leave the index");
     }
 
     /// A freed block is reused by the next request of its size (with exact-size blocks a
@@ -280,22 +300,27 @@ mod tests {
     #[test]
     fn a_freed_block_fits_the_next_request_of_its_size() {
         let space = Arc::new(SegmentSpace::new("s".into(), &seg(0, 256 << 10)).unwrap());
-        let mut got: Vec<Placement> = std::iter::from_fn(|| space.allocate(5000)).collect();
+        let mut n = 0;
+        let mut got: Vec<Placement> = std::iter::from_fn(|| {
+            n += 1;
+            space.allocate(&format!("k{n}"), 5000)
+        })
+        .collect();
         assert_eq!((got.len(), charged_bytes(5000)), (51, 5120));
         let freed = got.swap_remove(17);
         let offset = freed.offset;
         freed.free();
-        assert_eq!(space.allocate(5000).map(|p| p.offset), Some(offset));
+        assert_eq!(space.allocate("again", 5000).map(|p| p.offset), Some(offset));
     }
 
     #[test]
     fn a_large_segment_counts_in_units_and_retiring_voids_placements() {
         let space = Arc::new(SegmentSpace::new("s".into(), &seg(4096, 16 << 30)).unwrap());
         assert_eq!(space.shift, 3);
-        let p = space.allocate(5).unwrap();
+        let p = space.allocate("a", 5).unwrap();
         assert_eq!(p.offset % 8, 0);
         space.retire();
-        assert!(space.allocate(5).is_none());
+        assert!(space.allocate("b", 5).is_none());
         p.free(); // into nothing: no panic
 
         let spaces = Spaces::default();

@@ -59,20 +59,47 @@ impl State {
         self.spaces.get(name)
     }
 
-    /// Retires the spaces of segments the master no longer has, then frees the placements no
-    /// object backs any more; returns (spaces retired, placements freed).
+    /// Retires the spaces of segments the master no longer has and frees their placements,
+    /// then reconciles every live space; returns (spaces retired, placements freed).
     pub(crate) fn reconcile(&self) -> (usize, usize) {
         let mounted: std::collections::HashSet<String> =
             self.master.segments().iter().map(|s| s.name.clone()).collect();
         let retired = self.spaces.retain(|name| mounted.contains(name));
         for s in &retired {
             super::log::info!(
-                "segment_name={}, endpoint={}, action=segment_space_released",
-                s.name,
-                s.endpoint
+                "segment_name={}, segment_id={}, action=segment_space_released",
+                s.endpoint,
+                s.name
             );
         }
-        (retired.len(), self.objects.reconcile(&self.master))
+        let spaces = retired
+            .iter()
+            .chain(self.spaces.all().iter())
+            .cloned()
+            .collect::<Vec<_>>();
+        let freed = spaces.iter().map(|s| self.reconcile_space(s)).sum();
+        (retired.len(), freed)
+    }
+
+    /// Frees the placements in `space` whose key the master no longer has on that segment
+    /// (evicted, removed by an offboarding, the segment gone); returns how many. Costs one
+    /// lookup per key placed in the segment, and a stripe lock per stale one.
+    pub(crate) fn reconcile_space(&self, space: &Arc<SegmentSpace>) -> usize {
+        let segment = self.master.segments().by_name(&space.name).cloned();
+        let listed = |key: &str| segment.as_ref().is_some_and(|s| s.alloc().keys.contains(key));
+        let backed = |key: &str| {
+            self.master.object(key).is_some_and(|o| {
+                o.replicas
+                    .iter()
+                    .any(|r| r.segment_ref().is_some_and(|s| s.name == space.name))
+            })
+        };
+        space
+            .keys()
+            .into_iter()
+            .filter(|k| !listed(k))
+            .filter(|k| self.objects.drop_unbacked(k, space, || backed(k)))
+            .count()
     }
 }
 
