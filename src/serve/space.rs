@@ -123,9 +123,10 @@ impl Placement {
 }
 
 impl SegmentSpace {
-    /// A space for `seg`, known to the master as `name`; `None` for a segment of size 0.
+    /// A space for `seg`, known to the master as `name`; `None` for a segment of size 0 or one
+    /// that would end past the top of the address space.
     pub(crate) fn new(name: String, seg: &WireSegment) -> Option<Self> {
-        if seg.size == 0 {
+        if seg.size == 0 || seg.base.checked_add(seg.size).is_none() {
             return None;
         }
         let shift = (0..32).find(|s| seg.size >> s <= MAX_UNITS).unwrap_or(32);
@@ -329,6 +330,7 @@ mod tests {
         let b = spaces.install("s", &seg(0, 200)).unwrap();
         assert!(a.is_retired() && !b.is_retired());
         assert!(spaces.install("z", &seg(0, 0)).is_none());
+        assert!(spaces.install("z", &seg(u64::MAX - 10, 100)).is_none(), "wraps the address space");
         assert_eq!(spaces.retain(|n| n != "s").len(), 1);
         assert!(spaces.get("s").is_none() && b.is_retired());
     }
