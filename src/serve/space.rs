@@ -124,12 +124,13 @@ impl Placement {
 
 impl SegmentSpace {
     /// A space for `seg`, known to the master as `name`; `None` for a segment of size 0 or one
-    /// that would end past the top of the address space.
+    /// that would end past the top of the address space (or hold more than 2^31 units of 2^31
+    /// bytes).
     pub(crate) fn new(name: String, seg: &WireSegment) -> Option<Self> {
         if seg.size == 0 || seg.base.checked_add(seg.size).is_none() {
             return None;
         }
-        let shift = (0..32).find(|s| seg.size >> s <= MAX_UNITS).unwrap_or(32);
+        let shift = (0..32).find(|s| seg.size >> s <= MAX_UNITS)?;
         let units = (seg.size >> shift) as u32;
         Some(Self {
             name,
@@ -331,6 +332,7 @@ mod tests {
         assert!(a.is_retired() && !b.is_retired());
         assert!(spaces.install("z", &seg(0, 0)).is_none());
         assert!(spaces.install("z", &seg(u64::MAX - 10, 100)).is_none(), "wraps the address space");
+        assert!(spaces.install("z", &seg(0, 1 << 63)).is_none(), "more than 2^31 units of 2^31 bytes");
         assert_eq!(spaces.retain(|n| n != "s").len(), 1);
         assert!(spaces.get("s").is_none() && b.is_retired());
     }
