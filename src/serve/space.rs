@@ -331,8 +331,14 @@ mod tests {
         let b = spaces.install("s", &seg(0, 200)).unwrap();
         assert!(a.is_retired() && !b.is_retired());
         assert!(spaces.install("z", &seg(0, 0)).is_none());
-        assert!(spaces.install("z", &seg(u64::MAX - 10, 100)).is_none(), "wraps the address space");
-        assert!(spaces.install("z", &seg(0, 1 << 63)).is_none(), "more than 2^31 units of 2^31 bytes");
+        assert!(
+            spaces.install("z", &seg(u64::MAX - 10, 100)).is_none(),
+            "wraps the address space"
+        );
+        assert!(
+            spaces.install("z", &seg(0, 1 << 63)).is_none(),
+            "more than 2^31 units of 2^31 bytes"
+        );
         assert_eq!(spaces.retain(|n| n != "s").len(), 1);
         assert!(spaces.get("s").is_none() && b.is_retired());
     }
