@@ -8,7 +8,8 @@
 # embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate,
 # the C ABI (ffi crate tests, scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan,
 # the C++ example), the loom models in their own target dir, and the conformance harness
-# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min).
+# against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min), the
+# wire crate's golden captures, and `serve` with the real client (scripts/serve_real.sh; ~1 min).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features fuzzing --qui
 
 step "unit, integration, doc and fuzz-smoke tests"
 cargo test --locked --features fuzzing
+
+step "wire crate (mooncake-liveness-wire): clippy, unit, golden-capture and mutation tests (seconds)"
+cargo clippy --locked -p mooncake-liveness-wire --all-targets --features fuzzing -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p mooncake-liveness-wire --quiet
+cargo test --locked -p mooncake-liveness-wire --features fuzzing
 
 step "the invariant map cites only tests, loom models, fuzz targets and paths that exist"
 cargo test --locked --features fuzzing -- --list --format terse >target/test-list.txt 2>&1
@@ -64,5 +70,8 @@ scripts/loom.sh
 
 step "conformance: the legacy model against the real mooncake_master (docs/CONFORMANCE.md)"
 CONFORMANCE_OUT=target/CONFORMANCE.md scripts/conformance.sh
+
+step "serve: the real 0.3.13.post1 client against mooncake-liveness serve (namespace; ~1 min)"
+scripts/serve_real.sh
 
 step "all checks passed"

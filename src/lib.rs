@@ -34,6 +34,8 @@ pub mod master;
 pub mod monitor;
 pub mod offboarding;
 pub mod persist;
+#[cfg(not(loom))]
+pub mod serve;
 pub mod sim;
 pub mod snapshot;
 pub(crate) mod sync;

@@ -31,6 +31,21 @@ enum Command {
     /// heartbeat gaps as seen by the master, false Suspected/Offline, keys lost.
     #[cfg(not(loom))]
     Loadtest(LoadtestArgs),
+    /// A Mooncake master the unmodified 0.3.13.post1 client talks to, on the lock-free core:
+    /// takes the real mooncake_master's flags (`--rpc_port=50051 --enable_http_metadata_server=true
+    /// ...`; `serve --help` lists what is implemented). Runs until SIGINT/SIGTERM.
+    #[cfg(not(loom))]
+    #[command(disable_help_flag = true)]
+    Serve(ServeArgs),
+}
+
+/// `serve` arguments: the real master's gflags-style flags, parsed by `serve` itself.
+#[cfg(not(loom))]
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// `--flag=value` ... (see `serve --help`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    flags: Vec<String>,
 }
 
 /// `loadtest` arguments (defaults sized for a 2-core machine). Not built under `--cfg loom`
@@ -227,6 +242,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay(&args),
         #[cfg(not(loom))]
         Command::Loadtest(args) => loadtest(&args),
+        #[cfg(not(loom))]
+        Command::Serve(args) => ExitCode::from(mooncake_liveness::serve::main(&args.flags) as u8),
     }
 }
 

@@ -14,6 +14,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("trace_parse", fuzzing::trace_parse),
     ("queue_ops", fuzzing::queue_ops),
     ("differential", fuzzing::differential),
+    ("wire_decode", fuzzing::wire_decode),
 ];
 
 #[test]

@@ -89,6 +89,16 @@ impl RawConfig {
         self.map.insert(key.to_owned(), RawValue::Json(value));
     }
 
+    /// Removes `key` and returns its value (a NaN or an infinity as the string naming it): how
+    /// a binary reads its own keys out of the file it shares with the liveness keys (`serve`'s
+    /// `rpc_port`, ...) before [`resolve`](super::resolve) warns about the keys left unknown.
+    pub fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key).map(|raw| match raw {
+            RawValue::Json(v) => v,
+            RawValue::NonFinite(f) => Value::String(f.to_string()),
+        })
+    }
+
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
         self.map.contains_key(key)

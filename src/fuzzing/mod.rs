@@ -13,6 +13,8 @@ mod snapshot_restore;
 
 pub use config::config_parse;
 pub use differential::{differential, differential_counts, differential_explain, Counts};
+/// coro_rpc frames and every RPC's bodies (the wire crate's body; `fuzz/seeds/wire_decode`).
+pub use mooncake_liveness_wire::fuzzing::wire_decode;
 pub use snapshot_restore::snapshot_restore;
 
 /// One step of the `word_transitions` target.
