@@ -171,35 +171,43 @@ def put_in_flight(run, pause_s, tries=200):
     run.probe("after", o)
 
 
-def restart(run, start_after_s, label):
-    """V is killed; a new process (a new client id) takes over its segment name ``start_after_s``
-    later. Clients use the transfer engine's P2P handshake: with the master's HTTP metadata
-    server the new process's transfer engine is refused before it reaches the master (the old
-    incarnation's ``rpc_meta`` key is still there: "Duplicate rpc_meta key not allowed")."""
-    a, (v,), o = holders_stored(run, p2p=True)
+def restart(run, label, suspected=True, p2p=True):
+    """V is killed; a new process (a new client id) takes over its segment name: 1.5 s after the
+    master suspected or expired V (``suspected``), or aimed at the tick V's incarnation goes
+    Offline under rfc (its Suspected line plus the suspicion TTL; under legacy, its expiry line
+    plus the same). Clients use the transfer engine's P2P handshake: with the master's HTTP
+    metadata server the new process's transfer engine is refused before it reaches the master
+    (the old incarnation's ``rpc_meta`` key is still there: "Duplicate rpc_meta key not allowed")."""
+    a, (v,), o = holders_stored(run, p2p=p2p)
     t0 = run.fault()
     v.kill()
-    sleep_until(t0 + start_after_s)
-    v2 = run.add("V2", host=v.segment, p2p=True, must_start=False)
-    if start_after_s < ACTIVE_S + SUSPICION_S:
-        # V's incarnation still holds the name under rfc: ours refuses V2, upstream mounts it.
-        run.record["by_design"]["mount V2"] = BARRIER
-        run.record["by_design"]["remount V2"] = BARRIER
-    run.note(f"V2 (a new process, a new client id) started {label}: setup returned {v2.rc}")
-    sleep_until(t0 + ACTIVE_S + SUSPICION_S + 1.3)
+    first = None
+    while first is None and time.time() < t0 + ACTIVE_S + 3:
+        time.sleep(0.02)
+        first = next((r["t"] for r in run.master.records() if r["kind"] in ("suspected", "expired") and r.get("client") == v.client_id), None)
+    if first is None:
+        raise SystemExit("error: the master neither suspected nor expired V within the active TTL + 3 s")
+    # The new process's MountSegment comes about 0.1 s after it starts (transfer engine setup).
+    sleep_until(first + 1.5 if suspected else first + SUSPICION_S - 0.1)
+    v2 = run.add("V2", host=v.segment, p2p=p2p, must_start=False)
+    # While V's incarnation holds the name under rfc, ours refuses V2 and upstream mounts it.
+    run.record["by_design"]["mount V2"] = BARRIER
+    run.record["by_design"]["remount V2"] = BARRIER
+    sleep_until(t0 + ACTIVE_S + SUSPICION_S + 2.3)
+    recs = run.master.records()
+    mount = next((r["t"] for r in recs if r["kind"] == "mount" and r.get("client") == v2.client_id), None)
+    lines = [(r["t"], r["kind"]) for r in recs if r.get("client") == v.client_id and r["kind"] in ("suspected", "expired", "offboarded")]
+    where = ", ".join(f"{(mount - t) * 1000:+.0f} ms from V's {k} line" for t, k in lines) if mount else "not logged"
+    run.note(f"V2 (a new process, a new client id) started {label}: setup returned {v2.rc}; its MountSegment came {where}")
     run.probe("after", o)
-    cap = run.master.segment_capacity(v.segment)
-    run.record["v2_capacity_metric"] = cap
-    run.note(
-        f"the master's metrics then list V2's segment {v.segment} with "
-        + (f"{cap:.0f} bytes" if cap is not None else "no capacity (the label is gone)")
-    )
 
 
 def heartbeat_blocked(run, block_s=5.0):
     """The master serves RPCs on one thread (``--rpc_thread_num=1``); O's ``remove_by_regex``
-    with a pattern that backtracks exponentially on a few keys holds that thread for
-    ``block_s``, so every Ping waits behind it while the monitor runs on time."""
+    with a pattern that backtracks exponentially on a few keys runs for ``block_s``. A master
+    that runs the handler on its io thread (0.3.13.post1) handles no Ping until it ends, while
+    its monitor keeps ticking; 0.3.14 runs handlers on workers apart from the io threads
+    (``--handler_worker_thread_num``) and keeps handling Pings."""
     a, (v,), o = holders_stored(run)
     run.fault()  # the calibration below already holds the RPC thread a little
     length = 23
@@ -211,7 +219,7 @@ def heartbeat_blocked(run, block_s=5.0):
     o.put([evil + str(i) for i in range(1, n)], 1024)
     r = o.call({"cmd": "regex", "pattern": "^(a+)+$"})
     run.note(
-        f"remove_by_regex over {n} keys of {length + 2} characters held the RPC thread {r['t1'] - r['t0']:.1f} s "
+        f"remove_by_regex over {n} keys of {length + 2} characters took {r['t1'] - r['t0']:.1f} s "
         f"({per_key:.2f} s per key measured first)"
     )
     time.sleep(2.5)
@@ -237,23 +245,34 @@ CASES = [
     ("put_in_flight", "V, the only holder, stopped 6 s between PutStart and PutEnd", lambda r: put_in_flight(r, 6.0), ()),
     (
         "restart_suspected",
-        "V killed; a new process takes V's segment name 4.5 s later (V Suspected)",
-        lambda r: restart(r, ACTIVE_S + 1.5, "while V is Suspected under rfc"),
+        "V killed; a new process (new id) takes V's segment name 1.5 s after V is suspected (expired)",
+        lambda r: restart(r, "1.5 s after V's Suspected (legacy: expired) line"),
         (),
     ),
     (
         "restart_offline",
-        "V killed; a new process takes V's segment name 8.6 s later (V just offboarded)",
-        lambda r: restart(r, ACTIVE_S + SUSPICION_S + 1.6, "just after V's Offline tick under rfc"),
+        "V killed; a new process takes V's segment name as V goes Offline and is offboarded",
+        lambda r: restart(r, "aimed at V's Offline tick", suspected=False),
         (),
     ),
-    ("heartbeat_blocked", "every Ping held 5 s behind a long RPC (one RPC thread)", heartbeat_blocked, ("--rpc_thread_num=1",)),
+    (
+        "heartbeat_blocked",
+        "a 5 s remove_by_regex on a master with one RPC thread (a Ping behind it waits)",
+        heartbeat_blocked,
+        ("--rpc_thread_num=1",),
+    ),
 ]
 
 # Run only when named (--cases): longer variants.
 EXTRA = [
     ("master_pause_20s", "master stopped (SIGSTOP) 20 s", lambda r: master_pause(r, 20.0), ()),
     ("client_pause_10s", "V stopped (SIGSTOP) 10 s", lambda r: client_pause(r, 10.0), ()),
+    (
+        "restart_http_metadata",
+        "restart_suspected with the master's HTTP metadata server instead of the P2P handshake",
+        lambda r: restart(r, "1.5 s after V's Suspected (legacy: expired) line, HTTP metadata", p2p=False),
+        (),
+    ),
 ]
 
 __all__ = ["ACTIVE_S", "SUSPICION_S", "CASES", "EXTRA", "SEGMENT"]

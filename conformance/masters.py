@@ -37,6 +37,13 @@ class Kind:
     model_config: dict = dataclasses.field(default_factory=dict)
     version: str = ""  # for the report
 
+    @property
+    def tick_ms(self):
+        """The master's monitor period as its model has it (main's and upstream's: 1 s)."""
+        if self.policy == "legacy":
+            return 1000
+        return self.model_config.get("monitor_tick_ms", 100)
+
     def ttl_flags(self, active_s, suspicion_s):
         if self.policy == "legacy":
             return [f"--client_ttl={active_s}"]

@@ -59,6 +59,7 @@ class Run:
             "policy": kind.policy,
             "active_s": active_s,
             "suspicion_s": suspicion_s,
+            "tick_ms": kind.tick_ms,
             "fault": None,
             "puts": None,
             "in_flight": None,

@@ -50,8 +50,10 @@ class TooNoisy(Exception):
 
 
 class TimeBase:
-    def __init__(self, anchor, pauses=(), tick_times=(), other_times=(), ping_latency_us=0, jitter_ms=0.0):
+    def __init__(self, anchor, pauses=(), tick_times=(), other_times=(), ping_latency_us=0, jitter_ms=0.0, tick_ms=TICK_MS):
         self.anchor = anchor
+        self.tick = tick_ms
+        self.late_ms = min(LATE_MS, tick_ms / 4.0)
         self.pauses = sorted((p, r) for p, r in pauses if r is not None)
         ticks = sorted(t for t in tick_times if t >= anchor)
         others = sorted(other_times)
@@ -65,27 +67,27 @@ class TimeBase:
         for t, what, r in events:
             if what == "pause":
                 at_pause = self.ms(t)
-                last_tick = base + math.floor((at_pause - base) / TICK_MS) * TICK_MS
+                last_tick = base + math.floor((at_pause - base) / self.tick) * self.tick
                 at_resume = at_pause + (r - t) * 1000.0
-                if at_resume - last_tick >= TICK_MS:  # it slept past a tick: it woke at the resume
+                if at_resume - last_tick >= self.tick:  # it slept past a tick: it woke at the resume
                     base = self._restart(t, r, at_resume, "pause")
                     prev = r
                 continue
             gap = (t - prev) * 1000.0
-            k = max(0, math.floor((gap + LATE_MS / 2) / TICK_MS))  # ticks are late, never early
-            late = gap - k * TICK_MS
+            k = max(0, math.floor((gap + self.late_ms / 2) / self.tick))  # ticks are late, never early
+            late = gap - k * self.tick
             quiet = not any(prev < x < t for x in others[bisect.bisect_right(others, prev) : bisect.bisect_left(others, t)])
-            if late > LATE_MS and quiet and k >= 1:
+            if late > self.late_ms and quiet and k >= 1:
                 # Held up: the batch at ``prev`` ended late, the next tick came at ``t``.
                 base = self._restart(prev, t, self._model(prev) + gap, "hold-up")
                 prev = t
                 continue
-            if late > TICK_MS / 2 - LATE_MS:
+            if late > self.tick / 2 - self.late_ms:
                 raise TooNoisy(
                     f"the real monitor's ticks drifted {late:.0f} ms in {k} ticks: the machine is too loaded to tell its ticks apart"
                 )
             self.accumulated = max(self.accumulated, late)
-            self.points.append((t, self._model(prev) + k * TICK_MS))
+            self.points.append((t, self._model(prev) + k * self.tick))
             prev = t
         self.jitter_ms = jitter_ms
         self.slack_ms = max(self.accumulated, jitter_ms) + 2 * ping_latency_us / 1000.0 + ROUNDING_MS

@@ -39,7 +39,7 @@ def base(record):
     acts = [r["t"] for r in log if r["kind"] in AT_TICK]
     lat = max((r.get("latency_us", 0) for r in log if r["kind"] == "ping"), default=0)
     others = [r["t"] for r in log if r["kind"] not in AT_TICK and r["kind"] != "anchor"]
-    return tbmod.TimeBase(anchor, resumed(record), acts, others, lat, ping_jitter(record))
+    return tbmod.TimeBase(anchor, resumed(record), acts, others, lat, ping_jitter(record), record.get("tick_ms", 1000))
 
 
 def ping_jitter(record):
