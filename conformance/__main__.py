@@ -55,6 +55,11 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated case names (default: every case of cases.CASES)")
     ap.add_argument("--masters", default="", help="comma-separated master keys to run (default: all)")
     ap.add_argument("--logs", default="", help="keep the master and client logs and the records here")
+    ap.add_argument(
+        "--from-records",
+        default="",
+        help="judge the records a run kept (--logs DIR) again and write the report; runs no master",
+    )
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
@@ -65,6 +70,9 @@ def main():
     chosen = [c for c in cases.CASES + cases.EXTRA if (c[0] in named if named else c in cases.CASES)]
     if not chosen or not kinds:
         raise SystemExit(f"error: no case named {args.cases!r} or no master named {args.masters!r}")
+    if args.from_records:
+        rows = rejudge(args.from_records, chosen, kinds, args.bin)
+        return finish(args, kinds, rows, args.from_records)
     logdir = args.logs or tempfile.mkdtemp(prefix="conformance-")
     os.makedirs(logdir, exist_ok=True)
     net.setup()
@@ -101,6 +109,26 @@ def main():
             rows.append((name, desc, runs, None))
     finally:
         procs.stop_all()
+    return finish(args, kinds, rows, logdir)
+
+
+def rejudge(directory, chosen, kinds, binary):
+    """The rows of a past run, from the records it kept."""
+    rows = []
+    for name, desc, _, _ in chosen:
+        runs = {}
+        for kind in kinds:
+            path = os.path.join(directory, f"{name}.{kind.key}.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    runs[kind.key] = judge_run(json.load(f), binary, kind)
+        if runs:
+            rows.append((name, desc, runs, None))
+    return rows
+
+
+def finish(args, kinds, rows, logdir):
+    """Writes the report; 1 if a model disagrees with its master."""
     versions = {
         "legacy real: mooncake-transfer-engine-non-cuda (PyPI, `mooncake_master` and every client)": importlib.metadata.version(
             "mooncake-transfer-engine-non-cuda"
@@ -123,7 +151,7 @@ def main():
         versions[k.label] = version(list(k.argv))
     date = time.strftime("%Y-%m-%d", time.gmtime())
     with open(args.out, "w") as f:
-        f.write(report.markdown(rows, kinds, versions, date, cases.ACTIVE_S, cases.SUSPICION_S))
+        f.write(report.markdown(rows, kinds, versions, date, cases.ACTIVE_S, cases.SUSPICION_S, bool(args.from_records)))
     print(f"wrote {args.out}; logs, traces and records in {logdir}")
     failed = sorted({f"{n} on {k}" for n, _, runs, _ in rows for k, r in runs.items() if r[3]})
     if failed:

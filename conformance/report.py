@@ -22,7 +22,7 @@ def _since(record, tb):
 def _transitions(items, since):
     if not items:
         return "no transition"
-    return ", ".join(f"{c} {KIND_WORDS[k]} +{since(ms):.2f} s" for ms, c, k in sorted(items))
+    return ", ".join(f"{c} {KIND_WORDS[k]} +{since(ms):.2f} s" for ms, c, k in sorted(items, key=lambda x: x[0]))
 
 
 def _probes(record, probes):
@@ -70,7 +70,7 @@ def cell(record, tb, pred=None):
 
 def outcome(pred, record):
     """The outcome of a prediction without times (to tell whether two designs differ)."""
-    return (sorted((c, k) for _, c, k in pred.transitions), compare._norm({}), _probes(record, pred.probes), sorted(pred.rpcs.items()), pred.in_flight_ok)
+    return (sorted((c, k) for _, c, k in pred.transitions), _probes(record, pred.probes), sorted(pred.rpcs.items()), pred.in_flight_ok)
 
 
 HEADER = [
@@ -139,12 +139,14 @@ DESIGN = [
 ]
 
 
-def markdown(rows, kinds, versions, date, active_s, suspicion_s):
+def markdown(rows, kinds, versions, date, active_s, suspicion_s, rejudged=False):
     """``rows``: [(name, description, {kind key: run}, our-design notes)] where a run is
     (record, tb, pred, failures, by_design, ours)."""
     failed = [n for n, _, runs, _ in rows if any(r[3] for r in runs.values())]
     result = "every model agrees with its master in every case" if not failed else "DISAGREEMENT in " + ", ".join(failed)
     lines = [h.format(date=date, a=active_s, s=suspicion_s, result=result) for h in HEADER + DESIGN]
+    if rejudged:
+        lines[2] = lines[2].replace("on ", "(the run's records judged again with `--from-records`) on ", 1)
     head = ["case"]
     for k in kinds:
         head += [k.label, "our " + k.policy + (" (upstream's settings)" if k.model_config else "")]
