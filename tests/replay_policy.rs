@@ -268,13 +268,22 @@ fn a_stall_with_wake_ms_restarts_the_ticks_at_the_wake() {
     assert!(woke[1].ends_with(r#""ms":5000,"wake_ms":5250,"ok":true}"#), "{woke:?}");
     assert!(woke[2].starts_with(r#"{"t_ms":6750,"event":"transition""#), "{woke:?}");
     // The ticks after the wake keep its phase: Offline a suspicion TTL after the commit.
-    assert!(woke[3].starts_with(r#"{"t_ms":10750,"event":"transition""#) && woke[3].contains("Offline"), "{woke:?}");
+    assert!(
+        woke[3].starts_with(r#"{"t_ms":10750,"event":"transition""#) && woke[3].contains("Offline"),
+        "{woke:?}"
+    );
     let plain = lines(ReplayPolicy::Rfc, "");
-    assert!(plain[2].starts_with(r#"{"t_ms":7000,"event":"transition""#), "{plain:?}");
+    assert!(
+        plain[2].starts_with(r#"{"t_ms":7000,"event":"transition""#),
+        "{plain:?}"
+    );
     let legacy = lines(ReplayPolicy::Legacy, ", \"wake_ms\": 5250");
     assert!(legacy[2].starts_with(r#"{"t_ms":6750,"event":"expired""#), "{legacy:?}");
     let legacy_plain = lines(ReplayPolicy::Legacy, "");
-    assert!(legacy_plain[2].starts_with(r#"{"t_ms":7000,"event":"expired""#), "{legacy_plain:?}");
+    assert!(
+        legacy_plain[2].starts_with(r#"{"t_ms":7000,"event":"expired""#),
+        "{legacy_plain:?}"
+    );
 }
 
 #[test]
@@ -282,5 +291,8 @@ fn a_wake_before_the_stall_ends_is_malformed() {
     let trace = "{\"t_ms\": 1500, \"op\": \"stall\", \"ms\": 5000, \"wake_ms\": 4999}\n";
     let (_, err) = run(ReplayPolicy::Rfc, trace);
     let msg = err.expect("malformed").to_string();
-    assert!(msg.starts_with("line 1:") && msg.contains("wake_ms") && msg.contains("4999"), "{msg}");
+    assert!(
+        msg.starts_with("line 1:") && msg.contains("wake_ms") && msg.contains("4999"),
+        "{msg}"
+    );
 }

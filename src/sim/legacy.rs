@@ -43,7 +43,10 @@
 //!
 //! # What it does not model
 //! LocalDisk (SSD) registrations, snapshots and failover, HA, NoF, and the time the expiry batch
-//! itself takes (a long sweep delays the next tick in main; here a tick is instantaneous).
+//! itself takes (a long sweep delays the next tick in main; here a tick is instantaneous). When
+//! the real master's batch was held up (it waits for the metadata shards a long RPC holds),
+//! `scripts/conformance.sh` reads the late tick from the master's own log and wakes this monitor
+//! there ([`wake_at`](LegacyMonitor::wake_at), a `stall` line's `wake_ms`).
 //!
 //! # API (stable: the fleet simulator and `replay --policy legacy` build on it)
 //! The reference [`Master`] keeps the data (segments, objects, allocation, Get); its own liveness
@@ -605,7 +608,11 @@ mod tests {
         mon.run_ticks_to(&mut m, 10_250);
         assert_eq!(mon.next_tick_ms(), 11_250, "later ticks keep the wake's phase");
         mon.wake_at(5_000);
-        assert_eq!(mon.next_tick_ms(), 11_250, "a monitor asleep past the wake keeps its own time");
+        assert_eq!(
+            mon.next_tick_ms(),
+            11_250,
+            "a monitor asleep past the wake keeps its own time"
+        );
     }
 
     #[test]
