@@ -1,7 +1,9 @@
-"""``python -m conformance``: run every case, compare, write the report; exit 1 on disagreement."""
+"""``python -m conformance``: run every case on every master, compare, write the report; exit 1 on
+a disagreement that is not a design difference."""
 
 import argparse
 import importlib.metadata
+import json
 import os
 import signal
 import subprocess
@@ -9,104 +11,151 @@ import sys
 import tempfile
 import time
 
-from . import cases, net, procs, report, trace
+from . import cases, compare, masters, net, procs, report, run, timebase, trace
 
 
 def _on_signal(signum, _frame):
     raise SystemExit(f"error: stopped by signal {signum}")
 
 
-def race_at_resume(sched, binary, real, legacy, rfc, bad):
-    """Main's monitor and the buffered Pings race when the master resumes (the Pings won in 14
-    of 17 runs on 2026-12-03). A tick that runs before a client's buffered Ping expires the
-    client if the tick before the pause had drained its last Ping. Which clients' Pings came
-    first is read from the master's log where it can be (:func:`conformance.trace.orders`);
-    the tick's phase is not observed, so each is tried in 10 ms steps. The expiry then comes at
-    the resume, not a TTL after the fault, so the TTL window does not apply; clients, losses and
-    remounts must still agree. Returns (legacy, rfc, disagreements), the first two in the order
-    that agrees if one does."""
-    for first in trace.orders(sched):
-        for phase in range(0, 1000, 10):
-            ordered = trace.monitor_first(sched, phase, first)
-            alt = trace.predict(ordered, binary, "legacy", phase)
-            if not report.disagreements(real, alt):
-                # rfc in the same order, so its column shows what it would have done.
-                rfc = trace.predict(ordered, binary, "rfc", phase)
-                before = ", ".join(sorted(first)) or "none"
-                real.notes = (
-                    f"the monitor ran before the buffered Pings this time (Pings before it: {before}); "
-                    f"legacy agrees in that order with its ticks {(1000 - phase) % 1000} ms past each second of its clock"
-                )
-                return alt, rfc, []
-    return legacy, rfc, bad
+def version(argv):
+    try:
+        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=10)
+        return (out.stdout.strip() or out.stderr.strip()).splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def judge_run(record, binary, kind):
+    """(record, tb, prediction, failures, by-design, our-defaults prediction) of one real run."""
+    a, s = record["active_s"], record["suspicion_s"]
+    try:
+        tb = trace.base(record)
+    except timebase.TooNoisy as e:
+        return record, None, None, [str(e)], [], None
+    pred, fails, by, _ = compare.judge(record, binary, kind.policy, kind.model(a, s), tb)
+    ours = None
+    if kind.policy == "rfc" and kind.model_config:
+        ours = trace.predict(record, binary, "rfc", {"client_active_ttl_sec": a, "client_suspicion_ttl_sec": s}, tb)
+    return record, tb, pred, fails, by, ours
 
 
 def main():
     ap = argparse.ArgumentParser(prog="python -m conformance")
     ap.add_argument("--bin", required=True, help="the mooncake-liveness binary")
-    ap.add_argument("--out", default="docs/CONFORMANCE.md")
-    ap.add_argument("--ttl", type=int, default=3, help="--client_ttl of the real master, seconds")
+    ap.add_argument("--legacy-master", required=True, help="mooncake_master 0.3.13.post1 (scripts/realmasters.sh)")
+    ap.add_argument("--rfc-master", required=True, help="mooncake_master 0.3.14 (scripts/realmasters.sh)")
     ap.add_argument(
-        "--cases", default="", help="comma-separated case names (default: every case of cases.CASES)"
+        "--master",
+        action="append",
+        default=[],
+        help="another master column: LABEL=POLICY:COMMAND (for example 'serve=rfc:target/debug/mooncake-liveness serve')",
     )
-    ap.add_argument("--logs", default="", help="keep the master and client logs here")
+    ap.add_argument("--out", default="docs/CONFORMANCE.md")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: every case of cases.CASES)")
+    ap.add_argument("--masters", default="", help="comma-separated master keys to run (default: all)")
+    ap.add_argument("--logs", default="", help="keep the master and client logs and the records here")
+    ap.add_argument(
+        "--from-records",
+        default="",
+        help="judge the records a run kept (--logs DIR) again and write the report; runs no master",
+    )
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    kinds = masters.real(args.legacy_master, args.rfc_master) + [masters.parse_extra(m) for m in args.master]
+    if args.masters:
+        kinds = [k for k in kinds if k.key in args.masters.split(",")]
     named = args.cases.split(",") if args.cases else []
     chosen = [c for c in cases.CASES + cases.EXTRA if (c[0] in named if named else c in cases.CASES)]
-    if not chosen:
-        raise SystemExit(f"error: no case named {args.cases!r}")
+    if not chosen or not kinds:
+        raise SystemExit(f"error: no case named {args.cases!r} or no master named {args.masters!r}")
+    if args.from_records:
+        rows = rejudge(args.from_records, chosen, kinds, args.bin)
+        return finish(args, kinds, rows, args.from_records)
     logdir = args.logs or tempfile.mkdtemp(prefix="conformance-")
     os.makedirs(logdir, exist_ok=True)
     net.setup()
     rows = []
+    index = 0
     try:
-        for index, (name, desc, run_case) in enumerate(chosen):
-            started = time.time()
-            run = cases.Run(args.ttl, index, logdir)
-            try:
-                sched, real = run_case(run)
-                sched.pings = run.pings()
-            finally:
-                run.close()
-            legacy = trace.predict(sched, args.bin, "legacy")
-            rfc = trace.predict(sched, args.bin, "rfc")
-            with open(os.path.join(logdir, f"{name}.trace.jsonl"), "w") as f:
-                f.write("\n".join(legacy["trace"]) + "\n")
-            fault_ms = min([a for v in sched.silent.values() for a, _ in v] + ([sched.master_pause[0]] if sched.master_pause else []))
-            bad = report.disagreements(real, legacy, args.ttl)
-            if bad and sched.master_pause:
-                legacy, rfc, bad = race_at_resume(sched, args.bin, real, legacy, rfc, bad)
-            rows.append((name, desc, real, legacy, rfc, fault_ms, bad))
-            verdict = "agrees" if not bad else "DIFFERS: " + "; ".join(bad)
-            print(f"{name}: {time.time() - started:.1f} s; real: {report.real_cell(real)}", flush=True)
-            print(f"  legacy {verdict}: {report.model_cell(legacy, fault_ms)}", flush=True)
-            print(f"  rfc: {report.rfc_cell(rfc, fault_ms, legacy)}", flush=True)
+        for name, desc, run_case, flags in chosen:
+            runs = {}
+            for kind in kinds:
+                started = time.time()
+                r = run.Run(kind, cases.ACTIVE_S, cases.SUSPICION_S, index, logdir, name, flags)
+                index += 1
+                try:
+                    run_case(r)
+                    record = r.finish()
+                finally:
+                    r.close()
+                with open(os.path.join(logdir, f"{name}.{kind.key}.json"), "w") as f:
+                    json.dump(record, f, separators=(",", ":"))
+                result = judge_run(record, args.bin, kind)
+                runs[kind.key] = result
+                _, tb, pred, fails, by, ours = result
+                verdict = "agrees" if not fails else "DIFFERS: " + "; ".join(fails)
+                print(f"{name} on {kind.key}: {time.time() - started:.1f} s", flush=True)
+                if tb is not None:
+                    print(f"  real:  {report.cell(record, tb)}", flush=True)
+                    print(f"  model {verdict}: {report.cell(record, tb, pred)}", flush=True)
+                    for b in by:
+                        print(f"  by design: {b}", flush=True)
+                    if ours is not None and (record.get("design") or report.outcome(ours, record) != report.outcome(pred, record)):
+                        print(f"  ours (our defaults): {report.cell(record, tb, ours)}", flush=True)
+                else:
+                    print(f"  {verdict}", flush=True)
+            rows.append((name, desc, runs, None))
     finally:
         procs.stop_all()
-    binver = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout.strip()
-    debs = subprocess.run(
-        ["dpkg-query", "-W", "-f", "${Package} ${Version}, ", "libibverbs1", "librdmacm1", "libnuma1"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip(", ")
+    return finish(args, kinds, rows, logdir)
+
+
+def rejudge(directory, chosen, kinds, binary):
+    """The rows of a past run, from the records it kept."""
+    rows = []
+    for name, desc, _, _ in chosen:
+        runs = {}
+        for kind in kinds:
+            path = os.path.join(directory, f"{name}.{kind.key}.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    runs[kind.key] = judge_run(json.load(f), binary, kind)
+        if runs:
+            rows.append((name, desc, runs, None))
+    return rows
+
+
+def finish(args, kinds, rows, logdir):
+    """Writes the report; 1 if a model disagrees with its master."""
     versions = {
-        "mooncake-transfer-engine-non-cuda (PyPI wheel, `mooncake_master` and the client)": importlib.metadata.version(
+        "legacy real: mooncake-transfer-engine-non-cuda (PyPI, `mooncake_master` and every client)": importlib.metadata.version(
             "mooncake-transfer-engine-non-cuda"
         ),
-        "mooncake-liveness": binver.removeprefix("mooncake-liveness ") or "unknown",
-        "Debian libraries": debs or "unknown",
+        "upstream rfc real: mooncake-transfer-engine-cuda13 (PyPI, only `mooncake/mooncake_master`)": (
+            "0.3.14, wheel mooncake_transfer_engine_cuda13-0.3.14-cp311-cp311-manylinux_2_28_x86_64.whl, sha256 "
+            "1fc1d8597e5501d6967a3d2835878500460d7dd40999f6f987131126dcba5c8f; "
+            + version([args.rfc_master])
+        ),
+        "mooncake-liveness": version([args.bin]).removeprefix("mooncake-liveness "),
+        "Debian libraries": subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Package} ${Version}, ", "libibverbs1", "librdmacm1", "libnuma1"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip(", ")
+        or "unknown",
         "Python": sys.version.split()[0],
     }
+    for k in kinds[2:]:
+        versions[k.label] = version(list(k.argv))
     date = time.strftime("%Y-%m-%d", time.gmtime())
-    text = report.markdown(rows, versions, args.ttl, date)
     with open(args.out, "w") as f:
-        f.write(text)
-    print(f"wrote {args.out}; logs and traces in {logdir}")
-    failed = [r[0] for r in rows if r[6]]
+        f.write(report.markdown(rows, kinds, versions, date, cases.ACTIVE_S, cases.SUSPICION_S, bool(args.from_records)))
+    print(f"wrote {args.out}; logs, traces and records in {logdir}")
+    failed = sorted({f"{n} on {k}" for n, _, runs, _ in rows for k, r in runs.items() if r[3]})
     if failed:
-        print(f"error: the legacy model disagrees with the real master in: {', '.join(failed)}", file=sys.stderr)
+        print(f"error: a model disagrees with its real master in: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,230 +1,125 @@
-"""The fault schedules, run against the real master, and what it did.
+"""The fault schedules. Each runs, unchanged, on every master (one :class:`~conformance.run.Run`
+each); what the master did is read from its log and the reader's probes, never assumed.
 
-Every case starts a fresh master (``--client_ttl`` = TTL) and fresh clients, injects one fault,
-and records, on the master's own clock of events (seconds since the master was started):
-which clients it expired (its ``action=client_expired`` log lines), the objects visible before
-and after the fault counted per holder (placement is random across holders), whether the victim
-remounted (its segment is back in the master's metrics), and the :class:`Schedule` the trace
-is built from.
+Clients: A writes every object and holds some, V (the victim) holds the others, O only reads
+(no segment, no Pings). TTLs: active 3 s, suspicion 4 s (``--client_ttl=3`` for the legacy
+master). A client that stops at t0 was last heard in (t0 - 1, t0], so the master's monitor
+(1 s period) suspects or expires it by t0 + 4 and upstream's takes it Offline by t0 + 8: the
+probes are placed after those times and between two monitor ticks. Times and outcomes are then
+what the log shows; the model is given the same transcript and must reproduce them.
 """
 
-import collections
-import dataclasses
+import math
 import time
 
-from . import client as clientmod
-from . import realmaster
+from .run import SEGMENT
 
-OBJECT = 64 << 10
-SEGMENT = 64 << 20
+ACTIVE_S = 3
+SUSPICION_S = 4
 OBJECTS = 200
 
-
-@dataclasses.dataclass
-class Schedule:
-    """A case as a replay trace needs it; times are ms since the master started."""
-
-    ttl_s: int
-    # name -> (mount ms, segment name or None)
-    clients: dict
-    # name -> [(silent from, silent until or None = dead)]
-    silent: dict = dataclasses.field(default_factory=dict)
-    master_pause: tuple = None
-    # holder -> number of complete objects on it, put at ``puts_ms``
-    placement: dict = dataclasses.field(default_factory=dict)
-    puts_ms: int = 0
-    # the put in flight: (key, holder, PutStart ms, PutEnd ms) or None
-    in_flight: tuple = None
-    before_ms: int = 0
-    after_ms: int = 0
-    # name -> the times the master began to handle its Pings (its log), or None: a Ping a second
-    # from the mount on is assumed
-    pings: dict = None
-    # The race at a master pause's resume, as the log shows it when the monitor expired a client
-    # then: name -> "after" (its first Ping after the resume began after the expiry, so it was
-    # pushed after the monitor's drain) or "either" (it began before; the push may still have
-    # come after the drain). None: no client expired at the resume.
-    resume_order: dict = None
-    # The order a trace gives the resume: None, every buffered Ping before the monitor's next tick;
-    # else the clients whose buffered Ping comes before that tick (the others come after it)
-    buffered_first: frozenset = None
+BARRIER = (
+    "the remount barrier: a segment name belongs to one client at a time, and a name held by an "
+    "Active, Suspected or offboarding incarnation is refused to another client id "
+    "(docs/trace-format.md's mount rule, src/docs/guarantees.rs \"Exclusion\"); upstream keys segments by id "
+    "and lets a new client id mount the same name (mooncake-store/src/segment.cpp MountSegment, c19e7c52f)"
+)
+STALL_BRAKE = (
+    "the stall brake: a tick later than the stall bound credits the gap to every deadline "
+    "(decisions.md \"Master stalls\", src/docs/guarantees.rs \"What each brake can and cannot see\"); upstream has no brake"
+)
 
 
-@dataclasses.dataclass
-class Observed:
-    """What the real master did."""
-
-    expired: list
-    expiry_delay_s: dict
-    visible_before: dict
-    visible_after: dict
-    remounted: dict
-    in_flight_rc: int = None
-    notes: str = ""
+def holders_stored(run, isolate=None, p2p=False, victims=("V",)):
+    """A, the victims and O started; A's objects stored; a first probe: (a, victims, o)."""
+    a = run.add("A", p2p=p2p)
+    vs = [run.add(v, isolate=isolate, p2p=p2p) for v in victims]
+    o = run.add("O", 0, p2p=p2p)
+    time.sleep(1.5)  # every holder remounted and pinging
+    run.store(a, o, OBJECTS)
+    run.probe("before", o)
+    return a, vs, o
 
 
-class Run:
-    """One case's master and clients; everything is stopped by :meth:`close`."""
-
-    def __init__(self, ttl_s, index, logdir):
-        self.ttl_s = ttl_s
-        self.index = index
-        self.logdir = logdir
-        self.master = realmaster.Master(ttl_s, index, logdir)
-        self.clients = {}
-
-    def ms(self, t=None):
-        return int(round(((time.time() if t is None else t) - self.master.started_at) * 1000))
-
-    def add(self, name, segment_bytes):
-        c = clientmod.Client(name, self.master, segment_bytes, self.logdir, f"{self.index}-{name}")
-        self.clients[name] = c
-        return c
-
-    def schedule(self):
-        return Schedule(
-            ttl_s=self.ttl_s,
-            clients={
-                n: (self.ms(c.mounted_at), c.segment) for n, c in self.clients.items() if c.segment is not None
-            },
-        )
-
-    def pings(self):
-        """name -> [ms] of every Ping the master has begun to handle from each client."""
-        by_id = {c.client_id: n for n, c in self.clients.items()}
-        out = {}
-        for t, cid in self.master.pings():
-            if cid in by_id:
-                out.setdefault(by_id[cid], []).append(self.ms(t))
-        return out
-
-    def resume_order(self, t1):
-        """:attr:`Schedule.resume_order` for a master resumed at ``t1`` (Unix time)."""
-        expiries = [t for t, _ in self.master.expiries() if t >= t1]
-        if not expiries:
-            return None
-        first_expiry = min(expiries)
-        by_id = {c.client_id: n for n, c in self.clients.items() if c.segment is not None}
-        order = {}
-        for t, cid in self.master.pings():
-            if t >= t1 and cid in by_id and by_id[cid] not in order:
-                order[by_id[cid]] = "after" if t >= first_expiry else "either"
-        return order
-
-    def expired_since(self, t0):
-        by_id = {c.client_id: n for n, c in self.clients.items()}
-        out = {}
-        for t, cid in self.master.expiries():
-            if t >= t0 and cid in by_id:
-                out.setdefault(by_id[cid], t - t0)
-        return out
-
-    def close(self):
-        for c in self.clients.values():
-            c.stop()
-        self.master.stop()
-
-
-def per_holder(keys, holders, exist, names):
-    """Visible objects counted per holder name."""
-    count = collections.Counter()
-    for k, e in zip(keys, exist):
-        if e == 1:
-            count[names.get(holders[k], holders[k])] += 1
-    return dict(count)
-
-
-def stored_run(run, writer, observer, victim_names):
-    """Puts OBJECTS keys from ``writer``; returns (keys, holder of each key, schedule, names)."""
-    keys = [f"key-{i}" for i in range(OBJECTS)]
-    rcs = writer.put(keys, OBJECT)
-    if rcs.count(0) != len(keys):
-        raise SystemExit(f"error: {len(keys) - rcs.count(0)} of {len(keys)} puts failed before the fault")
-    holders = observer.holders(keys)
-    names = {c.segment: n for n, c in run.clients.items() if c.segment}
-    sched = run.schedule()
-    sched.puts_ms = run.ms()
-    sched.placement = dict(collections.Counter(names.get(holders[k], holders[k]) for k in keys))
-    return keys, holders, sched, names
-
-
-def two_holders(run):
-    a = run.add("A", SEGMENT)
-    v = run.add("V", SEGMENT)
-    o = run.add("O", 0)
-    return a, v, o
-
-
-def holders_stored(run, victims):
-    """A, V (holders) and O (looks only), A's objects stored: (a, v, o, keys, holders, sched,
-    names, visible before the fault)."""
-    a, v, o = two_holders(run)
-    time.sleep(1.5)  # both clients remounted and pinging
-    keys, holders, sched, names = stored_run(run, a, o, victims)
-    sched.before_ms = run.ms()
-    before = per_holder(keys, holders, o.exist(keys), names)
-    return a, v, o, keys, holders, sched, names, before
-
-
-def observe_after(run, sched, o, keys, holders, names, before, t0, wait_s, remounted, **extra):
-    """Waits ``wait_s``, then what O sees and who expired since ``t0``; ``remounted(expired)``
-    says which victims' segments are mounted again."""
-    time.sleep(wait_s)
-    sched.after_ms = run.ms()
-    after = per_holder(keys, holders, o.exist(keys), names)
-    expired = run.expired_since(t0)
-    return sched, Observed(
-        expired=sorted(expired),
-        expiry_delay_s=expired,
-        visible_before=before,
-        visible_after=after,
-        remounted=remounted(expired),
-        **extra,
-    )
+def sleep_until(t):
+    time.sleep(max(0.0, t - time.time()))
 
 
 def client_pause(run, pause_s):
-    """V (a holder) stops for ``pause_s``; A writes and holds, O only looks."""
-    a, v, o, keys, holders, sched, names, before = holders_stored(run, ["V"])
-    t0 = time.time()
+    """V (a holder) is stopped (SIGSTOP) for ``pause_s``."""
+    a, (v,), o = holders_stored(run)
+    t0 = run.fault()
     v.pause()
-    time.sleep(pause_s)
+    if pause_s > ACTIVE_S + 1.3:
+        sleep_until(t0 + ACTIVE_S + 1.3)
+        run.probe("during", o)
+    sleep_until(t0 + pause_s)
     v.resume()
-    t1 = time.time()
-    sched.silent = {"V": [(run.ms(t0), run.ms(t1))]}
-    return observe_after(
-        run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
-        lambda expired: {"V": "V" in expired and run.master.segment_mounted(v.segment)},
-    )
+    time.sleep(3.0)
+    run.probe("after", o)
 
 
 def client_kill(run):
-    """V (a holder) is killed for good."""
-    a, v, o, keys, holders, sched, names, before = holders_stored(run, ["V"])
-    t0 = time.time()
+    """V (a holder) is killed (SIGKILL) for good."""
+    a, (v,), o = holders_stored(run)
+    t0 = run.fault()
     v.kill()
-    sched.silent = {"V": [(run.ms(t0), None)]}
-    return observe_after(
-        run, sched, o, keys, holders, names, before, t0, 2 * run.ttl_s,
-        lambda expired: {"V": run.master.segment_mounted(v.segment)},
-    )
+    sleep_until(t0 + ACTIVE_S + 1.3)
+    run.probe("during", o)
+    sleep_until(t0 + ACTIVE_S + SUSPICION_S + 1.3)
+    run.probe("after", o)
 
 
-def master_pause(run, pause_s):
-    """The master process stops for ``pause_s`` (> 2 x TTL); the clients keep trying."""
-    a, v, o, keys, holders, sched, names, before = holders_stored(run, ["A", "V"])
-    t0 = time.time()
+def two_killed(run):
+    """V1 and V2 killed at the same instant, between the same two monitor ticks."""
+    a, (v1, v2), o = holders_stored(run, victims=("V1", "V2"))
+    run.off_tick(100, 600)
+    t0 = run.fault()
+    v1.signal(9)
+    v2.signal(9)
+    sleep_until(t0 + ACTIVE_S + 1.3)
+    run.probe("during", o)
+    sleep_until(t0 + ACTIVE_S + SUSPICION_S + 1.3)
+    run.probe("after", o)
+
+
+def partition(run, cut_s):
+    """V, in a network namespace of its own, is cut off (its veth taken down) for ``cut_s``."""
+    a, (v,), o = holders_stored(run, isolate=0)
+    from . import net
+
+    t0 = run.fault()
+    net.partition(0, True)
+    for at, label in ((ACTIVE_S + 1.3, "during"), (ACTIVE_S + SUSPICION_S + 1.3, "offline")):
+        if cut_s > at:
+            sleep_until(t0 + at)
+            run.probe(label, o)
+    sleep_until(t0 + cut_s)
+    net.partition(0, False)
+    time.sleep(3.5)
+    run.probe("after", o)
+
+
+def master_pause(run, pause_s, kill_first=False):
+    """The master process is stopped (SIGSTOP) for ``pause_s``; the clients keep trying. With
+    ``kill_first``, V is killed 1.5 s before, so its deadline passes while the master is stopped."""
+    a, (v,), o = holders_stored(run)
+    run.fault()
+    if kill_first:
+        v.kill()
+        time.sleep(1.5)
     run.master.pause()
     time.sleep(pause_s)
     run.master.resume()
     t1 = time.time()
-    sched.master_pause = (run.ms(t0), run.ms(t1))
-    out = observe_after(
-        run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
-        lambda expired: {n: n in expired and run.master.segment_mounted(run.clients[n].segment) for n in ("A", "V")},
-    )
-    sched.resume_order = run.resume_order(t1)
-    return out
+    run.record["design"] = STALL_BRAKE
+    if kill_first:
+        sleep_until(t1 + 1.3)
+        run.probe("resumed", o)
+        sleep_until(t1 + SUSPICION_S + 1.3)
+    else:
+        sleep_until(t1 + ACTIVE_S + 1.3)
+    run.probe("after", o)
 
 
 def put_in_flight(run, pause_s, tries=200):
@@ -233,11 +128,10 @@ def put_in_flight(run, pause_s, tries=200):
     The master's PutStart/PutEnd counters tell whether the stop landed there; if not, V is
     resumed at once (well within the TTL) and stopped again a little later.
     """
-    v = run.add("V", SEGMENT)
+    v = run.add("V")
     o = run.add("O", 0)
     time.sleep(1.5)
-    sched = run.schedule()
-    v.send({"cmd": "put_loop", "prefix": "loop", "size": OBJECT})
+    v.send({"cmd": "put_loop", "prefix": "loop", "size": 64 << 10})
     in_flight = None
     for _ in range(tries):
         time.sleep(0.02)
@@ -252,17 +146,17 @@ def put_in_flight(run, pause_s, tries=200):
     if in_flight is None:
         v.resume()
         raise SystemExit(f"error: could not stop V between PutStart and PutEnd in {tries} tries")
-    t0 = time.time()
-    keys = [f"loop-{i}" for i in range(in_flight)]
-    names = {v.segment: "V"}
-    holders = {k: v.segment for k in keys}
-    sched.before_ms = run.ms()
-    before = per_holder(keys, holders, o.exist(keys), names)
-    sched.placement = {"V": in_flight}
-    sched.puts_ms = run.ms(t0) - 1
-    time.sleep(pause_s - (time.time() - t0))
+    t0 = run.fault()
+    run.keys = [f"loop-{i}" for i in range(in_flight)]
+    run.holder_of = {k: "V" for k in run.keys}
+    run.record["puts"] = {"t": t0 - 0.001, "placement": {"V": in_flight}}
+    run.record["in_flight"] = {"key": f"loop-{in_flight}", "holder": "V", "t": t0 - 0.001}
+    run.probe("before", o)
+    if pause_s > ACTIVE_S + 1.3:
+        sleep_until(t0 + ACTIVE_S + 1.3)
+        run.probe("during", o)
+    sleep_until(t0 + pause_s)
     v.resume()
-    t1 = time.time()
     rc = None
     while rc is None:
         line = v.read()
@@ -271,27 +165,114 @@ def put_in_flight(run, pause_s, tries=200):
     v.send({"cmd": "stop"})
     while "stopped" not in v.read():
         pass
-    sched.silent = {"V": [(run.ms(t0), run.ms(t1))]}
-    sched.in_flight = (f"loop-{in_flight}", "V", run.ms(t0) - 1, run.ms(t1))
-    return observe_after(
-        run, sched, o, keys, holders, names, before, t0, run.ttl_s + 1.0,
-        lambda expired: {"V": "V" in expired and run.master.segment_mounted(v.segment)},
-        in_flight_rc=rc,
-        notes=f"{in_flight} puts completed before the stop",
+    run.record["in_flight_rc"] = rc
+    run.note(f"{in_flight} puts completed before the stop")
+    time.sleep(3.0)
+    run.probe("after", o)
+
+
+def restart(run, label, suspected=True, p2p=True):
+    """V is killed; a new process (a new client id) takes over its segment name: 1.5 s after the
+    master suspected or expired V (``suspected``), or aimed at the tick V's incarnation goes
+    Offline under rfc (its Suspected line plus the suspicion TTL; under legacy, its expiry line
+    plus the same). Clients use the transfer engine's P2P handshake: with the master's HTTP
+    metadata server the new process's transfer engine is refused before it reaches the master
+    (the old incarnation's ``rpc_meta`` key is still there: "Duplicate rpc_meta key not allowed")."""
+    a, (v,), o = holders_stored(run, p2p=p2p)
+    t0 = run.fault()
+    v.kill()
+    first = None
+    while first is None and time.time() < t0 + ACTIVE_S + 3:
+        time.sleep(0.02)
+        first = next((r["t"] for r in run.master.records() if r["kind"] in ("suspected", "expired") and r.get("client") == v.client_id), None)
+    if first is None:
+        raise SystemExit("error: the master neither suspected nor expired V within the active TTL + 3 s")
+    # The new process's MountSegment comes about 0.1 s after it starts (transfer engine setup).
+    sleep_until(first + 1.5 if suspected else first + SUSPICION_S - 0.1)
+    v2 = run.add("V2", host=v.segment, p2p=p2p, must_start=False)
+    # While V's incarnation holds the name under rfc, ours refuses V2 and upstream mounts it.
+    run.record["by_design"]["mount V2"] = BARRIER
+    run.record["by_design"]["remount V2"] = BARRIER
+    sleep_until(t0 + ACTIVE_S + SUSPICION_S + 2.3)
+    recs = run.master.records()
+    mount = next((r["t"] for r in recs if r["kind"] == "mount" and r.get("client") == v2.client_id), None)
+    lines = [(r["t"], r["kind"]) for r in recs if r.get("client") == v.client_id and r["kind"] in ("suspected", "expired", "offboarded")]
+    where = ", ".join(f"{(mount - t) * 1000:+.0f} ms from V's {k} line" for t, k in lines) if mount else "not logged"
+    run.note(f"V2 (a new process, a new client id) started {label}: setup returned {v2.rc}; its MountSegment came {where}")
+    run.probe("after", o)
+
+
+def heartbeat_blocked(run, block_s=5.0):
+    """The master serves RPCs on one thread (``--rpc_thread_num=1``); O's ``remove_by_regex``
+    with a pattern that backtracks exponentially on a few keys runs for ``block_s``. A master
+    that runs the handler on its io thread (0.3.13.post1) handles no Ping until it ends, while
+    its monitor keeps ticking; 0.3.14 runs handlers on workers apart from the io threads
+    (``--handler_worker_thread_num``) and keeps handling Pings."""
+    a, (v,), o = holders_stored(run)
+    run.fault()  # the calibration below already holds the RPC thread a little
+    length = 23
+    evil = "a" * length + "!"
+    o.put([evil + "0"], 1024)
+    r = o.call({"cmd": "regex", "pattern": "^(a+)+$"})
+    per_key = max(r["t1"] - r["t0"], 0.05)
+    n = max(1, math.ceil(block_s / per_key))
+    o.put([evil + str(i) for i in range(1, n)], 1024)
+    r = o.call({"cmd": "regex", "pattern": "^(a+)+$"})
+    run.note(
+        f"remove_by_regex over {n} keys of {length + 2} characters took {r['t1'] - r['t0']:.1f} s "
+        f"({per_key:.2f} s per key measured first)"
     )
+    time.sleep(2.5)
+    run.probe("after", o)
 
 
-# (name, description, function(run))
+# (name, description, function(run), extra master flags)
 CASES = [
-    ("client_pause_6s", "client V stopped (SIGSTOP) 6 s, TTL 3 s", lambda run: client_pause(run, 6.0)),
-    ("client_pause_2s", "client V stopped (SIGSTOP) 2 s, TTL 3 s", lambda run: client_pause(run, 2.0)),
-    ("master_pause_8s", "master stopped (SIGSTOP) 8 s > 2 x TTL", lambda run: master_pause(run, 8.0)),
-    ("client_kill", "client V killed (SIGKILL)", client_kill),
-    ("put_in_flight", "V, the only holder, stopped 6 s between PutStart and PutEnd", lambda run: put_in_flight(run, 6.0)),
+    ("client_pause_6s", "V stopped (SIGSTOP) 6 s: past the active TTL, short of active + suspicion", lambda r: client_pause(r, 6.0), ()),
+    ("client_pause_2s", "V stopped (SIGSTOP) 2 s: short of the active TTL", lambda r: client_pause(r, 2.0), ()),
+    ("client_kill", "V killed (SIGKILL)", client_kill, ()),
+    ("two_killed", "V1 and V2 killed between the same two ticks", two_killed, ()),
+    ("partition_1s", "V partitioned 1 s (its veth down): short of the active TTL", lambda r: partition(r, 1.0), ()),
+    ("partition_4_5s", "V partitioned 4.5 s: past the active TTL, short of active + suspicion", lambda r: partition(r, 4.5), ()),
+    ("partition_9s", "V partitioned 9 s: past active + suspicion", lambda r: partition(r, 9.0), ()),
+    ("master_pause_8s", "master stopped (SIGSTOP) 8 s, every client alive", lambda r: master_pause(r, 8.0), ()),
+    (
+        "master_pause_dead_v",
+        "V killed, then the master stopped 5.5 s across V's deadline",
+        lambda r: master_pause(r, 5.5, kill_first=True),
+        (),
+    ),
+    ("put_in_flight", "V, the only holder, stopped 6 s between PutStart and PutEnd", lambda r: put_in_flight(r, 6.0), ()),
+    (
+        "restart_suspected",
+        "V killed; a new process (new id) takes V's segment name 1.5 s after V is suspected (expired)",
+        lambda r: restart(r, "1.5 s after V's Suspected (legacy: expired) line"),
+        (),
+    ),
+    (
+        "restart_offline",
+        "V killed; a new process takes V's segment name as V goes Offline and is offboarded",
+        lambda r: restart(r, "aimed at V's Offline tick", suspected=False),
+        (),
+    ),
+    (
+        "heartbeat_blocked",
+        "a 5 s remove_by_regex on a master with one RPC thread (a Ping behind it waits)",
+        heartbeat_blocked,
+        ("--rpc_thread_num=1",),
+    ),
 ]
 
-# Run only when named (--cases): longer variants for checking the issue's observations.
+# Run only when named (--cases): longer variants.
 EXTRA = [
-    ("master_pause_20s", "master stopped (SIGSTOP) 20 s", lambda run: master_pause(run, 20.0)),
-    ("client_pause_10s", "client V stopped (SIGSTOP) 10 s, TTL 3 s", lambda run: client_pause(run, 10.0)),
+    ("master_pause_20s", "master stopped (SIGSTOP) 20 s", lambda r: master_pause(r, 20.0), ()),
+    ("client_pause_10s", "V stopped (SIGSTOP) 10 s", lambda r: client_pause(r, 10.0), ()),
+    (
+        "restart_http_metadata",
+        "restart_suspected with the master's HTTP metadata server instead of the P2P handshake",
+        lambda r: restart(r, "1.5 s after V's Suspected (legacy: expired) line, HTTP metadata", p2p=False),
+        (),
+    ),
 ]
+
+__all__ = ["ACTIVE_S", "SUSPICION_S", "CASES", "EXTRA", "SEGMENT"]

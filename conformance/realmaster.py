@@ -1,60 +1,39 @@
-"""The real ``mooncake_master``: started inside the namespace, its log and metrics read back."""
+"""A master process (:class:`conformance.masters.Kind`) started inside the namespace; its log
+(:mod:`conformance.masterlog`) and metrics read back."""
 
-import datetime
 import os
-import re
 import signal
 import time
 import urllib.request
 
-from . import net, procs
-
-_EXPIRED = re.compile(r"^I(\d{4}) (\d\d:\d\d:\d\d\.\d{6}) .*client_id=(\S+?), action=client_expired")
-_PING = re.compile(r"^I(\d{4}) (\d\d:\d\d:\d\d\.\d{6}) .*\] Ping request: client_id=(\S+)")
-_UNMOUNTED = re.compile(r"client_id=(\S+?), segment_name=(\S+?), action=unmount_expired_mem_segment")
-
-
-def binary():
-    """The master shipped in the wheel."""
-    import mooncake
-
-    path = os.path.join(os.path.dirname(mooncake.__file__), "mooncake_master")
-    if not os.access(path, os.X_OK):
-        raise SystemExit(f"error: {path} is missing or not executable")
-    return path
-
-
-def _glog_time(mmdd, hms):
-    """A glog line's local time (``MMDD HH:MM:SS.ffffff``) as a Unix time, this year."""
-    now = datetime.datetime.now()
-    t = datetime.datetime.strptime(f"{now.year}{mmdd} {hms}", "%Y%m%d %H:%M:%S.%f")
-    return t.timestamp()
+from . import masterlog, net, procs
 
 
 class Master:
-    """One master process with ``--client_ttl=ttl_s``, ports offset by ``index``."""
+    """One master of ``kind`` with the case's TTLs, ports offset by ``index``."""
 
-    def __init__(self, ttl_s, index, logdir):
-        self.ttl_s = ttl_s
+    def __init__(self, kind, active_s, suspicion_s, index, logdir, extra_flags=()):
+        self.kind = kind
         self.rpc_port = 50051 + index
         self.http_port = 18080 + index
         self.metrics_port = 19003 + index
-        self.log_path = os.path.join(logdir, f"master-{index}.log")
-        self.version = None
+        self.log_path = os.path.join(logdir, f"master-{index}-{kind.key}.log")
         self._log = open(self.log_path, "w")
         self.started_at = time.time()
+        self.pauses = []  # [(stopped at, resumed at)], Unix times
         self.proc = procs.spawn(
             [
-                binary(),
+                *kind.argv,
                 f"--rpc_port={self.rpc_port}",
-                f"--client_ttl={ttl_s}",
+                *kind.ttl_flags(active_s, suspicion_s),
                 "--enable_http_metadata_server=true",
                 f"--http_metadata_server_port={self.http_port}",
                 f"--http_metadata_server_host={net.ADDR}",
                 f"--metrics_port={self.metrics_port}",
-                # Each RPC's "request" line (rpc_service.cpp's ScopedVLogTimer logs it with VLOG(1),
-                # from scoped_vlog_timer.h): when the master handled each client's Pings.
+                # Each RPC's "request" and "response" lines (rpc_service.cpp's ScopedVLogTimer
+                # logs them with VLOG(1), from scoped_vlog_timer.h): what the master handled, when.
                 "--vmodule=scoped_vlog_timer=1",
+                *extra_flags,
             ],
             stdout=self._log,
             stderr=self._log,
@@ -73,13 +52,15 @@ class Master:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise SystemExit(f"error: mooncake_master exited with {self.proc.returncode}; see {self.log_path}")
+                raise SystemExit(f"error: {self.kind.key} exited with {self.proc.returncode}; see {self.log_path}")
             try:
                 self.metrics()
-                return
+                if self.anchor() is not None:
+                    return
             except OSError:
-                time.sleep(0.2)
-        raise SystemExit(f"error: mooncake_master not serving metrics after {timeout} s; see {self.log_path}")
+                pass
+            time.sleep(0.1)
+        raise SystemExit(f"error: {self.kind.key} not serving metrics (or no monitor start line) after {timeout} s; see {self.log_path}")
 
     def metrics(self):
         """The Prometheus metrics, as {name-with-labels: value}."""
@@ -95,38 +76,25 @@ class Master:
                     pass
         return out
 
-    def segment_mounted(self, segment):
-        return f'segment_total_capacity_bytes{{segment="{segment}"}}' in self.metrics()
+    def segment_capacity(self, segment):
+        """The capacity the master's metrics report for ``segment`` (None: no such label)."""
+        return self.metrics().get(f'segment_total_capacity_bytes{{segment="{segment}"}}')
 
-    def _times(self, pattern):
-        """[(unix time, client id)] of every log line so far that ``pattern`` matches."""
+    def records(self):
+        """Everything its log says so far (:func:`conformance.masterlog.parse`)."""
         self._log.flush()
-        out = []
-        with open(self.log_path) as f:
-            for line in f:
-                m = pattern.search(line)
-                if m:
-                    out.append((_glog_time(m.group(1), m.group(2)), m.group(3)))
-        return out
+        return masterlog.read(self.log_path)
 
-    def expiries(self):
-        """[(unix time, client id)] of every ``action=client_expired`` line so far."""
-        return self._times(_EXPIRED)
-
-    def pings(self):
-        """[(unix time, client id)] of every Ping the master has begun to handle so far (its
-        "Ping request" line is written before the Ping pushes the client on the ping queue)."""
-        return self._times(_PING)
-
-    def unmounted(self):
-        """[(client id, segment)] of every ``unmount_expired_mem_segment`` line so far."""
-        with open(self.log_path) as f:
-            return [m.groups() for m in map(_UNMOUNTED.search, f) if m]
+    def anchor(self):
+        """When its monitor thread started (Unix time), or None before the line is written."""
+        return next((r["t"] for r in self.records() if r["kind"] == "anchor"), None)
 
     def pause(self):
         os.kill(self.proc.pid, signal.SIGSTOP)
+        self.pauses.append([time.time(), None])  # after the signal: nothing is logged since
 
     def resume(self):
+        self.pauses[-1][1] = time.time()  # before the signal: it may run at once
         os.kill(self.proc.pid, signal.SIGCONT)
 
     def stop(self):

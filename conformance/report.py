@@ -1,155 +1,183 @@
-"""Legacy prediction vs the real master, and ``docs/CONFORMANCE.md``."""
+"""The table cells and ``docs/CONFORMANCE.md``."""
 
 import platform
 
+from . import compare, trace
 
-def lost(before, after):
-    return {h: before.get(h, 0) - after.get(h, 0) for h in sorted(set(before) | set(after))}
-
-
-# Slack on the expiry window for RPC and scheduling delays of the real processes, seconds.
-WINDOW_SLACK_S = 0.25
-
-
-def window(ttl_s):
-    """When the model says a client that stops at 0 expires: its last ping came in (-1, 0] s,
-    the next tick (within 1 s) drained it, and the tick ``ttl`` later expires it."""
-    return ttl_s - 1 - WINDOW_SLACK_S, ttl_s + 1 + WINDOW_SLACK_S
+KIND_WORDS = {
+    "expired": "expired",
+    "suspected": "Suspected",
+    "recovered": "recovered",
+    "offline": "Offline",
+    "offboarded": "offboarded",
+}
 
 
-def disagreements(real, legacy, ttl_s=None):
-    """Why the legacy prediction differs from what the real master did ([] when it agrees)."""
-    out = []
-    if ttl_s is not None:
-        lo, hi = window(ttl_s)
-        for c, d in real.expiry_delay_s.items():
-            if not lo < d <= hi:
-                out.append(f"{c} expired {d:.2f} s after the fault, outside the model's window ({lo:.2f}, {hi:.2f}]")
-    if real.expired != legacy["expired"]:
-        out.append(f"expired: real {real.expired}, legacy {legacy['expired']}")
-    if real.visible_before != legacy["visible_before"]:
-        out.append(f"visible before: real {real.visible_before}, legacy {legacy['visible_before']}")
-    rl, ll = lost(real.visible_before, real.visible_after), lost(legacy["visible_before"], legacy["visible_after"])
-    if rl != ll:
-        out.append(f"objects lost per holder: real {rl}, legacy {ll}")
-    for c in real.expired:
-        if real.remounted.get(c, False) != legacy["remounted"].get(c, False):
-            out.append(f"{c} remounted: real {real.remounted.get(c)}, legacy {legacy['remounted'].get(c)}")
-    if real.in_flight_rc is not None and (real.in_flight_rc != 0) != (legacy["put_end_ok"] is False):
-        out.append(f"put in flight: real rc {real.in_flight_rc}, legacy PutEnd ok={legacy['put_end_ok']}")
-    return out
+def _since(record, tb):
+    """Seconds from the case's fault to model ms ``ms``, on the real clock."""
+    fault = record.get("fault") or tb.anchor
+    return lambda ms: tb.real(ms) - fault
 
 
-def _fmt_lost(before, after):
-    total = sum(before.values())
-    gone = sum(lost(before, after).values())
-    per = ", ".join(f"{h} {n}" for h, n in lost(before, after).items() if n)
-    return f"{gone}/{total} lost" + (f" ({per})" if per else "")
+def _transitions(items, since):
+    if not items:
+        return "no transition"
+    return ", ".join(f"{c} {KIND_WORDS[k]} +{since(ms):.2f} s" for ms, c, k in sorted(items, key=lambda x: x[0]))
 
 
-def real_cell(real):
-    exp = ", ".join(f"{c} at +{real.expiry_delay_s[c]:.2f} s" for c in real.expired) or "none"
-    parts = [f"expired: {exp}", _fmt_lost(real.visible_before, real.visible_after)]
-    rem = [c for c, r in real.remounted.items() if r]
-    if real.expired:
-        parts.append("remounted: " + (", ".join(rem) or "no"))
-    if real.in_flight_rc is not None:
-        parts.append(f"put in flight rc {real.in_flight_rc}")
-    return "; ".join(parts)
-
-
-def model_cell(p, t0_ms):
-    exp = ", ".join(
-        f"{c} at +{(p['expiry_at_ms'][c] - t0_ms) / 1000:.2f} s" if t0_ms is not None else c for c in p["expired"]
-    ) or "none"
-    parts = [f"expired: {exp}", _fmt_lost(p["visible_before"], p["visible_after"])]
-    rem = [c for c, r in p["remounted"].items() if r]
-    if p["expired"]:
-        parts.append("remounted: " + (", ".join(rem) or "no"))
-    if p["put_end_ok"] is not None:
-        parts.append("PutEnd " + ("ok" if p["put_end_ok"] else "refused"))
-    return "; ".join(parts)
-
-
-TAIL_S = 30
-
-
-def rfc_cell(p, t0_ms, legacy=None):
+def _probes(record, probes):
+    """What each probe after the first showed, per holder: objects not served, and why."""
     parts = []
-    parts.append("suspected: " + (", ".join(p["suspected"]) or "none"))
-    parts.append("offboarded: " + (", ".join(p["expired"]) or "none"))
-    held = sum(p["withheld_after"].values())
-    after = {h: p["visible_after"].get(h, 0) + p["withheld_after"].get(h, 0) for h in p["visible_before"]}
-    parts.append(_fmt_lost(p["visible_before"], after))
-    if held:
-        parts.append(f"{held} withheld (owner Suspected, not served)")
-    late = [c for c in p["expired_by_end"] if c not in p["expired"]]
-    if legacy is not None:
-        gone_legacy = sum(lost(legacy["visible_before"], legacy["visible_after"]).values())
-        end = {h: p["visible_end"].get(h, 0) + p["withheld_end"].get(h, 0) for h in p["visible_before"]}
-        gone_rfc = sum(lost(p["visible_before"], end).values())
-        if gone_legacy > gone_rfc:
-            parts.append(f"**saves {gone_legacy - gone_rfc} objects** (none lost {TAIL_S} s later)" if not gone_rfc else f"**saves {gone_legacy - gone_rfc} objects**")
-    if late:
-        when = ", ".join(f"{c} at +{(p['expiry_at_ms'][c] - t0_ms) / 1000:.1f} s" for c in late)
-        parts.append(f"later offboarded: {when}")
+    for p in record["probes"]:
+        if p["label"] == "before":
+            continue
+        got = probes.get(p["label"], {})
+        bad = []
+        for h in sorted(got):
+            for ans, n in sorted(got[h].items()):
+                if ans != "ok":
+                    bad.append(f"{h} {n} {'gone' if ans == 'OBJECT_NOT_FOUND' else ans}")
+        parts.append(f"{p['label']}: " + (", ".join(bad) if bad else "all served"))
     return "; ".join(parts)
 
 
-def markdown(rows, versions, ttl_s, date):
-    """``rows``: (name, description, real, legacy, rfc, fault ms, disagreements)."""
-    ok = all(not r[6] for r in rows)
-    lines = [
-        "# Conformance: the legacy model against the real `mooncake_master`",
-        "",
-        f"Generated by `scripts/conformance.sh` on {date}. Each case starts the real master with",
-        f"`--client_ttl={ttl_s}` and real clients (`MooncakeDistributedStore`, tcp, 64 MiB segments, objects of",
-        "64 KiB, replica 1) in a network namespace of its own, injects one fault, and records what the",
-        "master did: the clients it expired (its `action=client_expired` log lines, time after the fault),",
-        "the objects visible before and after counted per holder (placement is random across holders), and",
-        "whether the victim's segment came back (its capacity in the master's metrics). The same schedule,",
-        "as a `replay` trace, is run with `mooncake-liveness replay --policy legacy` (the same TTL) and",
-        f"`--policy rfc` (active TTL {ttl_s} s, suspicion TTL 20 s, the library's default). The run fails when",
-        "legacy and the real master disagree on the clients expired, the objects lost per holder, the",
-        "remount, or the fate of a Put in flight.",
-        "",
-        f"**Result: {'legacy agrees with the real master in every case' if ok else 'DISAGREEMENT'}.**",
-        "",
-        "| case | real master | our legacy | our rfc |",
-        "|---|---|---|---|",
-    ]
-    for name, desc, real, legacy, rfc, t0, bad in rows:
-        mark = "" if not bad else " **(differs: " + "; ".join(bad) + ")**"
-        lines.append(
-            f"| `{name}`: {desc} | {real_cell(real)} | {model_cell(legacy, t0)}{mark} | {rfc_cell(rfc, t0, legacy)} |"
-        )
-    notes = [r for r in rows if r[2].notes]
-    if notes:
-        lines += [""] + [f"- `{r[0]}`: {r[2].notes}." for r in notes]
-    lines += [
-        "",
-        "Times are seconds after the fault. The model's are those of the trace: ticks every 1000 ms from",
-        "the master's start (the real monitor's phase is not observable), and each client's Pings when",
-        "the real master began to handle them before the fault (its log: `--vmodule=scoped_vlog_timer=1`",
-        "prints each RPC's request), one a second after that; so they are exact to a tick only: what is",
-        "compared is who expired and what was lost, not the millisecond. Both follow main's rule: a",
-        "client's deadline is the TTL after the monitor tick that drained its last ping, and it expires",
-        "at the first tick past it, so a client",
-        f"that stops expires between {ttl_s - 1} and {ttl_s + 1} s later; the run also fails when the real",
-        f"master expires a client outside that window (± {WINDOW_SLACK_S} s for RPC and scheduling delays).",
-        "A master pause is a race when the master resumes: its monitor tick and the Pings buffered",
-        "during the pause. The trace applies the Pings first (the usual winner); when the real master's",
-        "monitor ran before some of them, the case is replayed in that order too: the Pings the log shows",
-        "beginning after the expiry come after the tick, the others before or after it (each way is",
-        "tried: a Ping logged first may still reach the queue after the monitor's drain), at each tick",
-        "phase in 10 ms steps, and agrees if one gives the same clients, losses and remounts (the TTL",
-        "window does not apply: the expiry comes at the resume).",
-        f"`rfc` ends where it stands {TAIL_S} s after",
-        "the last probe (\"later offboarded\": a client that never came back).",
-        "",
-        "## Versions",
-        "",
-    ]
+def _refusals(record, rpcs, tb, since):
+    out = []
+    for i, (ok, err) in sorted(rpcs.items()):
+        if not ok:
+            r = record["log"][i]
+            out.append(f"{r['kind']} {trace.who(record, r)} refused +{since(tb.ms(r['t'])):.2f} s ({err})")
+    return "; ".join(out)
+
+
+def cell(record, tb, pred=None):
+    """A real run's cell (``pred`` None) or a model's."""
+    f = _since(record, tb)
+    if pred is None:
+        parts = [
+            _transitions(compare.real_transitions(record, tb), f),
+            _probes(record, {p["label"]: p["answers"] for p in record["probes"]}),
+            _refusals(record, compare.real_rpcs(record), tb, f),
+        ]
+        if record.get("in_flight_rc") is not None:
+            parts.append(f"put in flight rc {record['in_flight_rc']}")
+    else:
+        parts = [_transitions(pred.transitions, f), _probes(record, pred.probes), _refusals(record, pred.rpcs, tb, f)]
+        if pred.in_flight_ok is not None:
+            parts.append("PutEnd " + ("ok" if pred.in_flight_ok else "refused"))
+    return "; ".join(p for p in parts if p)
+
+
+def outcome(pred, record):
+    """The outcome of a prediction without times (to tell whether two designs differ)."""
+    return (sorted((c, k) for _, c, k in pred.transitions), _probes(record, pred.probes), sorted(pred.rpcs.items()), pred.in_flight_ok)
+
+
+HEADER = [
+    "# Conformance: our models against the real `mooncake_master`s",
+    "",
+    "Generated by `scripts/conformance.sh` on {date}. Every case runs, unchanged, on two real masters in a",
+    "network namespace of its own: **legacy real** (PyPI `mooncake-transfer-engine-non-cuda` 0.3.13.post1,",
+    "main's single-TTL monitor, `--client_ttl={a}`) and **upstream rfc real** (PyPI",
+    "`mooncake-transfer-engine-cuda13` 0.3.14, upstream's implementation of the liveness RFC, PR #2991,",
+    "`--client_active_ttl_sec={a} --client_suspicion_ttl_sec={s}`), with real 0.3.13.post1 clients",
+    "(`MooncakeDistributedStore`, tcp, 64 MiB segments, objects of 64 KiB, replica 1). Each master's log is",
+    "its transcript: every MountSegment, ReMountSegment and Ping it handled, when (`--vmodule=scoped_vlog_timer=1`),",
+    "and its liveness lines. That transcript is replayed with `mooncake-liveness replay --policy legacy`",
+    "(**our legacy**, the same TTL) against the legacy master and `--policy rfc` (**our rfc**, the same",
+    "TTLs with upstream's settings: its 1 s monitor period and no brakes, as it has none) against",
+    "upstream's. The run fails when a model and its master differ on who became Suspected, recovered,",
+    "went Offline or expired and **when** (on the same monitor tick: the real ticks are located from the",
+    "master's start line and their measured drift, and each time must agree within the measured slack,",
+    "a few ms), when offboarding completed, what a reader's Get of each holder's objects returned at each",
+    "probe (served, `REPLICA_IS_NOT_READY` while the owner is Suspected, gone), whether a mount or remount",
+    "was refused, and whether a Put in flight failed. Where our design differs from upstream's on purpose,",
+    "the item is marked and both predictions are shown; any other difference fails.",
+    "",
+    "**Result: {result}.**",
+    "",
+]
+
+DESIGN = [
+    "## Where our design differs from upstream's, and where each shows",
+    "",
+    "- **The remount barrier** (`restart_suspected`; `restart_offline` too when the new mount lands before",
+    "  the old incarnation's offboarding line, which upstream's own log puts in the Offline tick's",
+    "  millisecond, `duration_ms=0`, so the harness can only aim next to it): a segment name belongs to one client",
+    "  at a time in ours, so a new client id (a restarted process) cannot mount the name while the old",
+    "  incarnation is Active, Suspected or offboarding (the trace contract's mount rule;",
+    "  `src/docs/guarantees.rs`, \"Exclusion\"); upstream keys segments by id and mounts it",
+    "  (`mooncake-store/src/segment.cpp` `MountSegment`, PR #2991's head c19e7c52f). The cases mark those",
+    "  mounts \"by design\". With the master's HTTP metadata server neither master sees such a mount: the",
+    "  new process's transfer engine is refused first (\"Duplicate rpc_meta key not allowed\",",
+    "  `--cases restart_http_metadata`), so the restart cases use the P2P handshake.",
+    "- **The stall brake** (`master_pause_8s`, `master_pause_dead_v`): ours credits a master pause to every",
+    "  deadline (decisions.md \"Master stalls\"; `src/docs/guarantees.rs`, \"What each brake can and cannot",
+    "  see\"); upstream has none, so its monitor, awake at the resume, may suspect clients before their",
+    "  buffered Pings are handled and charges a dead client at the resume. The compared model runs with",
+    "  upstream's settings; the notes give our defaults' prediction (100 ms tick, both brakes).",
+    "- **Not exercised here**: the mass-suspicion brake (it needs at least 10 Suspected clients), the",
+    "  offboarding start rate limit (its burst is at least 100 jobs) and tasks held while their client is",
+    "  Suspected (no case creates Copy/Move tasks). `simulate` and the replay tests cover those.",
+    "",
+    "## Adding a master",
+    "",
+    "A column is a command: `python -m conformance --master 'LABEL=POLICY:COMMAND ARGS'` (through the",
+    "script: `CONFORMANCE_ARGS=\"--master 'serve=rfc:target/debug/mooncake-liveness serve'\"",
+    "scripts/conformance.sh`). The harness appends the flags it gives every master (`--rpc_port`, the TTL",
+    "flags of POLICY, `--enable_http_metadata_server=true`, `--http_metadata_server_port/host`,",
+    "`--metrics_port`, `--vmodule=scoped_vlog_timer=1`, and a case's extra flags such as",
+    "`--rpc_thread_num=1`) and compares it with `replay --policy POLICY` under the library's defaults. It",
+    "reads what the real masters write: glog lines with `Task cleanup thread started` once its monitor",
+    "runs, `client_id=ID, action=client_liveness_suspected|recovered|offline|client_offboarding_complete`",
+    "(`client_expired` for legacy), `Ping|MountSegment|ReMountSegment|PutEnd request: ...` and the matching",
+    "`... response: status=success|failed, error=CODE` on the same thread, and Prometheus metrics with",
+    "`segment_total_capacity_bytes{{segment=...}}` and `master_put_{{start,end}}_requests_total`.",
+    "",
+    "## The table",
+    "",
+]
+
+
+def markdown(rows, kinds, versions, date, active_s, suspicion_s, rejudged=False):
+    """``rows``: [(name, description, {kind key: run}, our-design notes)] where a run is
+    (record, tb, pred, failures, by_design, ours)."""
+    failed = [n for n, _, runs, _ in rows if any(r[3] for r in runs.values())]
+    result = "every model agrees with its master in every case" if not failed else "DISAGREEMENT in " + ", ".join(failed)
+    lines = [h.format(date=date, a=active_s, s=suspicion_s, result=result) for h in HEADER + DESIGN]
+    if rejudged:
+        lines[2] = lines[2].replace("on ", "(the run's records judged again with `--from-records`) on ", 1)
+    head = ["case"]
+    for k in kinds:
+        head += [k.label, "our " + k.policy + (" (upstream's settings)" if k.model_config else "")]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    notes = []
+    for name, desc, runs, _ in rows:
+        cells = [f"`{name}`: {desc}"]
+        for k in kinds:
+            run = runs.get(k.key)
+            if run is None:
+                cells += ["not run", "not run"]
+                continue
+            record, tb, pred, fails, by, ours = run
+            mcell = cell(record, tb, pred)
+            if fails:
+                mcell += " **(differs: " + "; ".join(fails) + ")**"
+            cells += [cell(record, tb), mcell]
+            for b in by:
+                notes.append(f"- `{name}` on {k.label}: {b}.")
+            if ours is not None and (record.get("design") or outcome(ours, record) != outcome(pred, record)):
+                notes.append(
+                    f"- `{name}` on {k.label}: our own defaults (100 ms tick, both brakes) predict: {cell(record, tb, ours)}"
+                    + (f" — {record['design']}." if record.get("design") else ".")
+                )
+            for n in record.get("notes", []):
+                notes.append(f"- `{name}` on {k.label}: {n}.")
+            notes.append(f"- `{name}` on {k.label}: {tb.describe()}.")
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    lines += ["", "Times are seconds after the fault. Notes:", ""] + notes
+    lines += ["", "## Versions", ""]
     lines += [f"- {k}: {v}" for k, v in versions.items()]
     lines += [f"- kernel: {platform.release()}", ""]
     return "\n".join(lines)

@@ -1,153 +1,217 @@
-"""A case's schedule as a ``replay`` trace, and what a policy predicts from it.
+"""A run's record as a ``replay`` trace, and what a policy predicts from it.
 
-The trace follows the real clients' protocol: mount, ReMount 10 ms later (their first Ping
-answers ``NEED_REMOUNT`` at once), Pings when the real master logged them before the fault and
-one a second after that (one a second from the mount when there is no log), nothing while
-silent, and on resuming a Ping and a ReMount (a no-op for a client that is still ready). A
-master pause is a ``stall``; each client's Ping sent during it is buffered and handled when the
-master resumes, before its next tick (the usual order; :func:`monitor_first` gives the others),
-followed by the client's ReMount (what it sends when the Ping answers ``NEED_REMOUNT``). The
-objects are put at the time the real ones were, counted per holder: each holder's segment in the
-trace is sized to hold exactly the objects the real master placed on it, so the model's
-allocation reproduces the real placement counts (which key lands where differs; what is compared
-is counted per holder). ``get`` probes at the real probes' times count what is visible; a last
-probe 30 s later shows where ``rfc`` ends up.
+The trace is the master's own transcript (:mod:`conformance.masterlog`) on the model's clock
+(:mod:`conformance.timebase`): every MountSegment, ReMountSegment and Ping of the case's
+clients at the time the real master began to handle it, the PutEnd of a Put in flight, and a
+master pause as a ``stall``. The stored objects are put at the time the real ones were, counted
+per holder: each holder's segment in the trace is sized to hold exactly the objects the real
+master placed on it, so the model's allocation reproduces the real placement counts (which key
+lands where differs; what is compared is counted per holder). The reader's probes are ``get``
+lines of every object at the probes' times.
+
+When a paused master resumes, its monitor (awake at once) and the Pings buffered during the
+pause race. Ops the log shows after the resume tick's first liveness line come after that tick;
+ops before it may have been handled on either side (the log line is written before the
+handler's work), and a run with no liveness line at the resume is modelled with the Pings
+first. :func:`race_orders` lists the orders the log allows.
 """
 
 import dataclasses
+import itertools
 import json
 import subprocess
 
-from .cases import OBJECT
+from . import timebase as tbmod
+from .run import OBJECT
 
-RFC_SUSPICION_TTL_S = 20  # the library's default suspicion TTL
-TAIL_MS = 30_000
-
-
-def _size(sched, name):
-    n = sched.placement.get(name, 0)
-    if sched.in_flight and sched.in_flight[1] == name:
-        n += 1
-    return max(n * OBJECT, 1)
+RACE_MS = 100
+STEADY_MS = 100.0
+LIVENESS = ("expired", "suspected", "recovered", "offline", "offboarded")
+# Committed by a monitor tick (a recovery happens when its signal is handled, not at a tick).
+AT_TICK = ("expired", "suspected", "offline", "offboarded")
+SIGNALS = ("mount", "remount", "ping")
 
 
-def _silent(sched, name, t):
-    return any(a <= t and (b is None or t < b) for a, b in sched.silent.get(name, []))
+def base(record):
+    """The record's :class:`~conformance.timebase.TimeBase`."""
+    log = record["log"]
+    anchor = next(r["t"] for r in log if r["kind"] == "anchor")
+    acts = [r["t"] for r in log if r["kind"] in AT_TICK]
+    lat = max((r.get("latency_us", 0) for r in log if r["kind"] == "ping"), default=0)
+    others = [r["t"] for r in log if r["kind"] not in AT_TICK and r["kind"] != "anchor"]
+    return tbmod.TimeBase(anchor, resumed(record), acts, others, lat, ping_jitter(record), record.get("tick_ms", 1000))
 
 
-def _paused(sched, t):
-    p = sched.master_pause
-    return p is not None and p[0] <= t < p[1]
+def ping_jitter(record):
+    """How much a 1 s sleep loop strayed on this machine before the fault, ms: the largest
+    distance of a steady Ping interval from the median interval (a client's Ping thread sleeps
+    1 s between Pings, as the monitor thread does between ticks). An interval more than
+    :data:`STEADY_MS` from the median is a fault the case injected (a silenced client, a held
+    RPC thread), not jitter; each client's first interval spans its start."""
+    by = {}
+    fault = record.get("fault") or float("inf")
+    for r in record["log"]:
+        if r["kind"] == "ping" and r["t"] < fault:
+            by.setdefault(r.get("client"), []).append(r["t"])
+    gaps = [(b - a) * 1000.0 for ts in by.values() for a, b in zip(ts[1:], ts[2:])]
+    if len(gaps) < 2:
+        return 0.0
+    mid = sorted(gaps)[len(gaps) // 2]
+    return max((abs(g - mid) for g in gaps if abs(g - mid) <= STEADY_MS), default=0.0)
 
 
-def _first_fault(sched):
-    starts = [a for v in sched.silent.values() for a, _ in v]
-    if sched.master_pause:
-        starts.append(sched.master_pause[0])
-    return min(starts, default=None)
+def resumed(record):
+    """The pauses, each resume moved to the first line the master logged after the pause if
+    that came first (the harness reads its clock just before it sends SIGCONT)."""
+    out = []
+    for p, r in record["pauses"]:
+        if r is None:
+            continue
+        after = [x["t"] for x in record["log"] if x["t"] > p]
+        out.append((p, min([r] + after)))
+    return out
 
 
-def _ping_times(sched, name, mount_ms, fault, end_ms):
-    """When ``name`` pings: the Pings the real master logged before the first fault, then one a
-    second after the last of them (or, with no log, one a second from the mount on)."""
-    seen = [t for t in (sched.pings or {}).get(name, []) if fault is None or t < fault]
-    t = (seen[-1] if seen else mount_ms) + 1000
-    later = []
-    while t <= end_ms:
-        later.append(t)
-        t += 1000
-    return seen + later
+def names(record):
+    return {c["id"]: n for n, c in record["clients"].items()}
 
 
-def _resume(sched, tick_ms=1000):
-    """(ms of the buffered Pings that come before the monitor's next tick, ms of the others)
-    after a master pause. The stall ends at the first of these. With :attr:`buffered_first` set
-    the pause ends 1 ms before a tick, so the trace runs the first group, the tick, then the
-    second group; otherwise all come at the resume, and a resume that falls on a tick is moved
-    1 ms later (the trace runs a tick before the ops of its millisecond)."""
-    if not sched.master_pause:
-        return None, None
-    b = sched.master_pause[1]
-    if sched.buffered_first is None:
-        b += b % tick_ms == 0
-        return b, b
-    tick = -(-b // tick_ms) * tick_ms
-    return tick - 1, tick
+def who(record, rec):
+    """The client name of a log record (a mount without its action line: by segment and time)."""
+    by_id = names(record)
+    if rec.get("client") in by_id:
+        return by_id[rec["client"]]
+    cands = [(c["started"], n) for n, c in record["clients"].items() if c["segment"] == rec.get("segment") and c["started"] <= rec["t"]]
+    return max(cands)[1] if cands else None
 
 
-def build(sched, policy):
-    """The trace's lines (JSON strings) for ``policy`` (``legacy`` or ``rfc``)."""
-    if policy == "legacy":
-        config = {"client_live_ttl_sec": sched.ttl_s}
-    else:
-        config = {"client_active_ttl_sec": sched.ttl_s, "client_suspicion_ttl_sec": RFC_SUSPICION_TTL_S}
-    end_ms = sched.after_ms + TAIL_MS
-    ops = []  # (t_ms, is the stall, sequence, op)
+def sizes(record):
+    """Each client's segment size in the trace: exactly the objects the real master put on it."""
+    placement = (record["puts"] or {}).get("placement", {})
+    out = {}
+    for n, c in record["clients"].items():
+        if c["segment"]:
+            k = placement.get(n, 0) + (1 if record["in_flight"] and record["in_flight"]["holder"] == n else 0)
+            out[n] = max(k * OBJECT, 1)
+    return out
 
-    def add(t, op):
-        # A stall sorts after everything else at its millisecond: what the harness did in that
-        # millisecond (the probe before the fault, a ping) happened before it stopped the master.
-        ops.append((t, op["op"] == "stall", len(ops), dict(t_ms=t, **op)))
 
-    resume = _resume(sched)
-    fault = _first_fault(sched)
-    for name, (mount_ms, segment) in sorted(sched.clients.items()):
-        spec = [{"segment": segment, "size": _size(sched, name)}]
-        add(mount_ms, {"op": "mount", "client": name, "segment": segment, "size": spec[0]["size"]})
-        add(mount_ms + 10, {"op": "remount", "client": name, "segments": spec})
-        buffered = False
-        for t in _ping_times(sched, name, mount_ms, fault, end_ms):
-            if _silent(sched, name, t):
-                pass
-            elif _paused(sched, t):
-                buffered = True
-            else:
-                add(t, {"op": "ping", "client": name})
-        if buffered:
-            # The buffered Ping, then the ReMount the client sends if it answered NEED_REMOUNT
-            # (the monitor ran first and expired it); a no-op for a client that is still ready.
-            at = resume[0] if sched.buffered_first is None or name in sched.buffered_first else resume[1]
-            add(at, {"op": "ping", "client": name})
-            add(at, {"op": "remount", "client": name, "segments": spec})
-        for a, b in sched.silent.get(name, []):
-            if b is None:
-                continue
-            add(b, {"op": "ping", "client": name})
-            if sched.in_flight and sched.in_flight[1] == name:
-                add(b, {"op": "put_end", "key": sched.in_flight[0]})
-            add(b, {"op": "remount", "client": name, "segments": spec})
-            t = b + 1000
-            while t <= end_ms:
-                if not _silent(sched, name, t):
-                    add(t, {"op": "ping", "client": name})
-                t += 1000
-    keys = [f"{h}-{i}" for h, n in sorted(sched.placement.items()) for i in range(n)]
-    for k in keys:
-        add(sched.puts_ms, {"op": "put", "key": k, "size": OBJECT})
-        add(sched.puts_ms, {"op": "put_end", "key": k})
-    if sched.in_flight:
-        add(sched.in_flight[2], {"op": "put", "key": sched.in_flight[0], "size": OBJECT})
-    if sched.master_pause:
-        a = sched.master_pause[0]
-        add(a, {"op": "stall", "ms": resume[0] - a})
-    for t in (sched.before_ms, sched.after_ms, end_ms):
-        for k in keys:
-            add(t, {"op": "get", "key": k})
-    ops.sort(key=lambda o: o[:3])
-    # Nothing may come between a stall and its end (the trace contract): later ops wait for it.
+def keys(record):
+    """The trace's object keys, holder by holder (``A-0``, ``A-1``, ..., ``V-0``, ...)."""
+    placement = (record["puts"] or {}).get("placement", {})
+    return [f"{h}-{i}" for h, n in sorted(placement.items()) for i in range(n)]
+
+
+def race(record, tb):
+    """For each pause the monitor woke from: (model ms of its wake tick, Unix time of the first
+    liveness line at that tick or None, [log indexes of signals in the race window])."""
+    out = []
+    for p, r in tb.wakes():
+        window = [i for i, x in enumerate(record["log"]) if r <= x["t"] < r + RACE_MS / 1000.0]
+        first = next((record["log"][i]["t"] for i in window if record["log"][i]["kind"] in LIVENESS), None)
+        out.append((int(round(tb.ms(r))), first, [i for i in window if record["log"][i]["kind"] in SIGNALS]))
+    return out
+
+
+def race_orders(record, tb):
+    """Every assignment the log allows: frozensets of log indexes handled before the resume
+    tick. A signal logged after that tick's first liveness line came after it; one logged
+    before may have come on either side; with no liveness line, every signal came first."""
+    forced, free = set(), []
+    for g, first, idx in race(record, tb):
+        if first is None:
+            forced.update(idx)
+        else:
+            free.extend(i for i in idx if record["log"][i]["t"] < first)
+    free_clients = sorted({who(record, record["log"][i]) for i in free})
+    out = []
+    for mask in range(1 << len(free_clients)):
+        chosen = {c for j, c in enumerate(free_clients) if mask >> j & 1}
+        out.append(frozenset(forced | {i for i in free if who(record, record["log"][i]) in chosen}))
+    return out
+
+
+def build(record, config, tb, shift_ms=0, first=None, mutate=None):
+    """The trace's lines (JSON strings) and, per line, the log index it came from, ``("probe",
+    label)`` for a probe's ``get``, or None.
+    ``shift_ms`` moves every signal that is not in a resume race; ``first`` is a
+    :func:`race_orders` choice (default: the first one)."""
+    if first is None:
+        first = race_orders(record, tb)[0]
+    size = sizes(record)
+    ops = []  # (ms, sequence, op, log index)
+
+    def add(ms, op, index=None):
+        ops.append((int(round(ms)), len(ops), op, index))
+
+    racing = {}  # log index -> model ms (pinned before or after its wake tick)
+    wakes = race(record, tb)
+    for g, firstline, idx in wakes:
+        for i in idx:
+            racing[i] = g - 1 if i in first else max(g, tb.ms(record["log"][i]["t"]))
+    guards = [g for g, _, _ in wakes]
+    for i, rec in enumerate(record["log"]):
+        name = who(record, rec) if rec["kind"] in SIGNALS or rec["kind"] == "put_end" else None
+        if name is None:
+            continue
+        if i in racing:
+            ms = racing[i]
+        else:
+            ms = tb.ms(rec["t"]) + shift_ms
+            for g in guards:  # a shift never carries a signal across a resume tick
+                raw = tb.ms(rec["t"])
+                if raw >= g > ms:
+                    ms = g
+                if raw < g <= ms:
+                    ms = g - 1
+        if rec["kind"] == "mount":
+            add(ms, {"op": "mount", "client": name, "segment": rec["segment"], "size": size.get(name, 1)}, i)
+        elif rec["kind"] == "remount":
+            seg = record["clients"][name]["segment"]
+            add(ms, {"op": "remount", "client": name, "segments": [{"segment": seg, "size": size.get(name, 1)}] if seg else []}, i)
+        elif rec["kind"] == "ping":
+            add(ms, {"op": "ping", "client": name}, i)
+        elif rec["kind"] == "put_end" and record["in_flight"] and rec.get("key") == record["in_flight"]["key"]:
+            add(ms, {"op": "put_end", "key": "in-flight"}, i)
+    if record["puts"]:
+        t = tb.ms(record["puts"]["t"])
+        for k in keys(record):
+            add(t, {"op": "put", "key": k, "size": OBJECT})
+            add(t, {"op": "put_end", "key": k})
+    if record["in_flight"]:
+        add(tb.ms(record["in_flight"]["t"]), {"op": "put", "key": "in-flight", "size": OBJECT})
+    for p in record["probes"]:
+        for k in keys(record):
+            add(tb.ms(p["t"]), {"op": "get", "key": k}, ("probe", p["label"]))
+    woke = {p: g for (p, _), (g, _, _) in zip(tb.wakes(), wakes)}
+    paused = dict(resumed(record))
+    for p, r in tb.wakes():
+        # A pause stalls the trace from its start; a held-up monitor from the tick line before.
+        start = int(round(tb.ms(p))) + (0 if p in paused else 1)
+        g = woke[p]
+        add(start, {"op": "stall", "ms": max(1, g - 1 - start), "wake_ms": max(1, g - start)})
+    for p, r in paused.items():
+        if p not in woke:  # too short to wake the monitor early: its ticks keep their grid
+            start = int(round(tb.ms(p)))
+            add(start, {"op": "stall", "ms": max(1, int(round(tb.ms(r))) - start)})
+    if mutate is not None:
+        ops = mutate(ops)
+    ops.sort(key=lambda o: (o[0], o[1]))
     lines = [json.dumps({"config": config})]
-    stall_end = None
-    for t, _, _, op in ops:
-        if stall_end is not None and t < stall_end:
-            continue  # pings scheduled inside the pause (handled as buffered ones above)
-        lines.append(json.dumps(op))
+    index = [None]
+    stall_end = -1
+    for ms, _, op, i in ops:
+        if ms < stall_end:
+            raise SystemExit(f"error: {op['op']} at {ms} ms falls inside a master pause of the trace")
+        lines.append(json.dumps({"t_ms": max(ms, 0), **op}))
+        index.append(i)
         if op["op"] == "stall":
-            stall_end = t + op["ms"]
-    return lines, (sched.before_ms, sched.after_ms, end_ms)
+            stall_end = ms + op["ms"]
+    return lines, index
 
 
 def replay(binary, lines, policy):
-    """Runs ``mooncake-liveness replay --policy POLICY`` on the lines; its output lines, parsed."""
+    """Runs ``mooncake-liveness replay --policy POLICY``; its output lines, parsed."""
     out = subprocess.run(
         [binary, "replay", "--policy", policy, "-"],
         input="\n".join(lines) + "\n",
@@ -160,88 +224,67 @@ def replay(binary, lines, policy):
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
-def monitor_first(sched, phase_ms, first=frozenset()):
-    """``sched`` for the other order of a master pause: main's monitor tick runs before the
-    buffered Pings of the clients not in ``first`` (the Pings of those in it come before the
-    tick). The real master's tick phase is not observed (its monitor thread starts some time
-    after the process), so every time is moved ``phase_ms`` later against the model's ticks;
-    :func:`_resume` puts the tick at the resume. :func:`predict` with ``shift_ms=phase_ms``
-    reports times on ``sched``'s clock."""
+@dataclasses.dataclass
+class Prediction:
+    """What a model said: liveness lines, probe answers, RPC outcomes."""
 
-    def mv(t):
-        return None if t is None else t + phase_ms
-
-    a, b = sched.master_pause
-    return dataclasses.replace(
-        sched,
-        clients={n: (mv(m), seg) for n, (m, seg) in sched.clients.items()},
-        silent={n: [(mv(x), mv(y)) for x, y in v] for n, v in sched.silent.items()},
-        master_pause=(mv(a), mv(b)),
-        puts_ms=mv(sched.puts_ms),
-        in_flight=sched.in_flight and (*sched.in_flight[:2], mv(sched.in_flight[2]), mv(sched.in_flight[3])),
-        before_ms=mv(sched.before_ms),
-        after_ms=mv(sched.after_ms),
-        pings=sched.pings and {n: [mv(t) for t in v] for n, v in sched.pings.items()},
-        buffered_first=frozenset(first),
-    )
+    transitions: list  # [(ms, client, kind)]
+    probes: dict  # label -> {holder: {answer: count}}
+    rpcs: dict  # log index -> (ok, error)
+    in_flight_ok: object
+    lines: list  # the trace
+    out: list  # replay's output
 
 
-def orders(sched):
-    """Every ``first`` for :func:`monitor_first` the log allows: each client whose first Ping
-    after the resume began after the expiry came after the tick; the others either way. With no
-    log of the race (no expiry at the resume, or an older schedule), every subset of the clients."""
-    names = sorted(sched.clients)
-    order = sched.resume_order or {}
-    free = [n for n in names if order.get(n, "either") == "either"]
-    return [frozenset(c for i, c in enumerate(free) if mask >> i & 1) for mask in range(1 << len(free))]
-
-
-def predict(sched, binary, policy, shift_ms=0):
-    """What ``policy`` predicts: the same fields as :class:`conformance.cases.Observed`;
-    ``shift_ms`` is taken off the expiry times (see :func:`monitor_first`)."""
-    lines, (before, after, end) = build(sched, policy)
-    # In the monitor-first orders the trace's pause lasts to its next tick, which stands for the
-    # real resume: expiries from then on are reported on the real clock.
-    resume = _resume(sched)[1]
-    stretch = resume - sched.master_pause[1] if sched.buffered_first is not None else 0
-    out = replay(binary, lines, policy)
-    gone_kind = "expired" if policy == "legacy" else "offboarded"
-    expired_at = {}
-    suspected = set()
-    visible = {before: {}, after: {}, end: {}}
-    withheld = {before: {}, after: {}, end: {}}
-    remounted = {}
-    put_end_ok = None
+def parse_output(out, index, record):
     holder = {}
+    transitions, probes, rpcs = [], {}, {}
+    in_flight_ok = None
+    op_lines = iter(index[1:])
     for o in out:
-        if o.get("op") == "put" and o["ok"]:
+        ev = o.get("event")
+        if ev == "expired":
+            transitions.append((o["t_ms"], o["client"], "expired"))
+        elif ev == "offboarded":
+            transitions.append((o["t_ms"], o["client"], "offboarded"))
+        elif ev == "transition":
+            kind = {"Suspected": "suspected", "Offline": "offline"}.get(o["to"])
+            if o["to"] == "Active" and o["from"] == "Suspected":
+                kind = "recovered"
+            if kind:
+                transitions.append((o["t_ms"], o["client"], kind))
+        if "op" not in o:
+            continue
+        i = next(op_lines)
+        if o["op"] == "put" and o["ok"]:
             holder[o["key"]] = o["replicas"][0]["client"]
-        t = o["t_ms"]
-        if o.get("event") == gone_kind and o["client"] not in expired_at:
-            expired_at[o["client"]] = t
-        if o.get("event") == "transition" and o.get("to") == "Suspected" and t <= after:
-            suspected.add(o["client"])
-        if o.get("op") == "get" and t in visible:
-            h = holder.get(o["key"], "?")
-            if o["ok"]:
-                visible[t][h] = visible[t].get(h, 0) + 1
-            elif o["error"] == "REPLICA_IS_NOT_READY":
-                withheld[t][h] = withheld[t].get(h, 0) + 1
-        if o.get("op") == "remount" and o["client"] in expired_at:
-            remounted[o["client"]] = remounted.get(o["client"], False) or o["ok"]
-        if o.get("op") == "put_end" and sched.in_flight and o["key"] == sched.in_flight[0]:
-            put_end_ok = o["ok"]
-    return {
-        "expired": sorted(c for c, t in expired_at.items() if t <= after),
-        "expired_by_end": sorted(expired_at),
-        "expiry_at_ms": {c: t - shift_ms - (stretch if stretch and t >= resume else 0) for c, t in expired_at.items()},
-        "suspected": sorted(suspected),
-        "visible_before": visible[before],
-        "visible_after": visible[after],
-        "visible_end": visible[end],
-        "withheld_after": withheld[after],
-        "withheld_end": withheld[end],
-        "remounted": remounted,
-        "put_end_ok": put_end_ok,
-        "trace": lines,
-    }
+        elif o["op"] == "get" and isinstance(i, tuple):
+            ans = "ok" if o["ok"] else o.get("error", "error")
+            h = holder.get(o["key"], o["key"].rsplit("-", 1)[0])
+            per = probes.setdefault(i[1], {}).setdefault(h, {})
+            per[ans] = per.get(ans, 0) + 1
+        elif o["op"] in ("mount", "remount") and isinstance(i, int):
+            rpcs[i] = (o["ok"], o.get("error"))
+        elif o["op"] == "put_end" and o["key"] == "in-flight":
+            in_flight_ok = o["ok"]
+    return transitions, probes, rpcs, in_flight_ok
+
+
+def predict(record, binary, policy, config, tb=None, shift_ms=0, first=None, mutant=None):
+    """What ``policy`` under ``config`` predicts for the record. ``mutant`` (the self-test's
+    deliberately wrong models, :mod:`conformance.mutants`) may change the config, the trace's
+    ops and the prediction."""
+    tb = tb or base(record)
+    if mutant is not None:
+        config = mutant.config(config)
+    lines, index = build(record, config, tb, shift_ms, first, mutant.ops if mutant else None)
+    out = replay(binary, lines, policy)
+    transitions, probes, rpcs, in_flight_ok = parse_output(out, index, record)
+    pred = Prediction(transitions, probes, rpcs, in_flight_ok, lines, out)
+    return mutant.prediction(pred, record, tb) if mutant else pred
+
+
+def alternatives(record, tb):
+    """The (shift, race order) pairs to try: the measured slack either way, each race order."""
+    shifts = (0, -tb.slack_ms, tb.slack_ms)
+    return list(itertools.product(shifts, race_orders(record, tb)))

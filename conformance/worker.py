@@ -1,14 +1,18 @@
 """One Mooncake Store client process, driven by JSON lines on stdin (one answer line each).
 
 Run inside the harness's network namespace as ``python -m conformance.worker HOST MASTER
-METADATA SEGMENT_BYTES``. It prints ``{"event": "ready", ...}`` after ``setup``; then, per
-command line, one JSON answer. ``put_loop`` streams ``{"start": i}`` / ``{"done": i, "rc": r}``
-lines until a ``{"cmd": "stop"}`` line arrives.
+METADATA SEGMENT_BYTES [--wait]``. ``HOST`` may carry a port (``ip:port``: the segment name a
+restarted client takes over); ``METADATA`` is the master's HTTP metadata URL or
+``P2PHANDSHAKE``. With ``--wait`` it reads one line before ``setup`` (the harness configures the
+client's own network namespace first). It prints ``{"event": "ready", ...}`` after ``setup``;
+then, per command line, one JSON answer. ``put_loop`` streams ``{"start": i}`` /
+``{"done": i, "rc": r}`` lines until a ``{"cmd": "stop"}`` line arrives.
 """
 
 import json
 import sys
 import threading
+import time
 
 
 def emit(obj):
@@ -59,9 +63,11 @@ def main():
     from mooncake.store import MooncakeDistributedStore
 
     host, master, metadata, segment = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    if "--wait" in sys.argv[5:]:
+        sys.stdin.readline()
     store = MooncakeDistributedStore()
     rc = store.setup(host, metadata, segment, 16 << 20, "tcp", "", master)
-    emit({"event": "ready", "rc": rc, "hostname": store.get_hostname()})
+    emit({"event": "ready", "rc": rc, "hostname": store.get_hostname() if rc == 0 else host})
     if rc != 0:
         return 1
     lines = iter(sys.stdin.readline, "")
@@ -73,8 +79,17 @@ def main():
             emit({"rcs": [store.put(k, payload) for k in cmd["keys"]]})
         elif op == "exist":
             emit({"exist": store.batch_is_exist(cmd["keys"])})
+        elif op == "size":
+            # GetReplicaList's answer as the client sees it: the size, or the master's error code.
+            emit({"t": time.time(), "sizes": [store.get_size(k) for k in cmd["keys"]]})
         elif op == "where":
             emit({"holders": {k: holder(store, k) for k in cmd["keys"]}})
+        elif op == "regex":
+            # remove_by_regex: the master scans every key with std::regex while the RPC thread
+            # that took it serves nothing else.
+            t = time.time()
+            n = store.remove_by_regex(cmd["pattern"])
+            emit({"removed": n, "t0": t, "t1": time.time()})
         elif op == "put_loop":
             put_loop(store, cmd, lines)
         elif op == "quit":

@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# Conformance of the legacy model (src/sim/legacy.rs) against the real mooncake_master.
+# Conformance of our models against the real Mooncake masters (docs/CONFORMANCE.md).
 #
-# Installs the real master and client from PyPI at a pinned version (conformance/requirements.txt)
-# into its own venv, plus the Debian libraries it links (libibverbs1 librdmacm1 libnuma1), then
-# runs `python -m conformance` inside a network namespace of its own (`unshare -n`: lo and a veth
-# pair that live only there; nothing listens in the machine's own namespace). Each fault schedule
-# runs against the real master, is replayed with `mooncake-liveness replay --policy legacy` and
-# `--policy rfc`, and docs/CONFORMANCE.md gets the table. Exit status: 0 when legacy agrees with
-# the real master in every case, 1 when it does not or when anything cannot be installed or run.
+# Installs the two real masters, pinned (scripts/realmasters.sh: PyPI's 0.3.13.post1 — main's
+# single-TTL monitor, and the Python client — and 0.3.14 — upstream's implementation of the
+# liveness RFC, wheel pinned by version and sha256, only its mooncake_master used), builds the
+# binary, runs the self-test (the recorded runs of conformance/testdata must agree with the right
+# models and catch every deliberately wrong one), then `python -m conformance` inside a network
+# namespace of its own (`unshare -n`: lo and veth pairs that live only there; nothing listens in
+# the machine's own namespace). Every case runs on both masters; each master's transcript is
+# replayed with `mooncake-liveness replay --policy legacy` / `--policy rfc` (upstream's settings)
+# and compared, times included. Exit status: 0 when every model agrees with its master in every
+# case (design differences are marked, not failures), 1 otherwise or when anything cannot be
+# installed or run.
 #
-# Bounded: the cases run under `timeout 300`; every process is stopped by id at the end, even on
+# Bounded: the cases run under `timeout 660`; every process is stopped by id at the end, even on
 # failure (the Python driver stops its children in a `finally`, the kernel kills them if the
 # driver dies: PR_SET_PDEATHSIG; this script stops the driver by id on exit).
 #
-#   scripts/conformance.sh                 # every case, writes docs/CONFORMANCE.md
+#   scripts/conformance.sh                 # every case on both masters, writes docs/CONFORMANCE.md
 #   CONFORMANCE_ARGS="--cases client_kill --logs /tmp/logs" scripts/conformance.sh
-# About 2 minutes once the venv exists (first run: + the wheel download, ~30 s).
+#   CONFORMANCE_ARGS="--master 'serve=rfc:target/debug/mooncake-liveness serve'" scripts/conformance.sh
+# About 9 minutes on 2 cores (13 cases x 2 masters, ~8 min; the self-test ~30 s); the first run
+# also downloads the two wheels (~80 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-VENV=${CONFORMANCE_VENV:-$ROOT/target/conformance-venv}
 OUT=${CONFORMANCE_OUT:-$ROOT/docs/CONFORMANCE.md}
 
 die() {
@@ -28,31 +33,13 @@ die() {
 }
 
 [[ $(id -u) == 0 ]] || die "needs root (apt-get, and unshare -n for the network namespace)"
-PY=$(command -v python3.11 || true)
-[[ -n $PY ]] || die "python3.11 not found (the pinned wheel is cp311)"
-
-missing=()
-for pkg in libibverbs1 librdmacm1 libnuma1 iproute2; do
-    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    echo "conformance: apt-get install ${missing[*]}"
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-        die "apt-get could not install ${missing[*]}"
-fi
-
-if [[ ! -x $VENV/bin/python ]]; then
-    "$PY" -m venv "$VENV" || die "cannot create the venv $VENV"
-fi
-if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r conformance/requirements.txt; then
-    die "PyPI refused or failed to serve the pinned packages of conformance/requirements.txt (mooncake-transfer-engine-non-cuda); nothing was checked"
-fi
+masters=$(scripts/realmasters.sh) || die "the real masters could not be installed; nothing was checked"
+eval "$masters"
 
 cargo build --quiet --bin mooncake-liveness
 BIN=$ROOT/target/debug/mooncake-liveness
 
-"$VENV/bin/python" -m conformance.selftest --bin "$BIN" || die "the comparison's self-test failed"
+"$MOONCAKE_PY" -m conformance.selftest --bin "$BIN" || die "the comparison's self-test failed"
 
 driver=""
 cleanup() {
@@ -69,13 +56,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of words
-timeout --kill-after=10 300 unshare --net -- "$VENV/bin/python" -m conformance \
-    --bin "$BIN" --out "$OUT" ${CONFORMANCE_ARGS:-} &
+eval "args=(${CONFORMANCE_ARGS:-})"
+timeout --kill-after=10 660 unshare --net -- "$MOONCAKE_PY" -m conformance \
+    --bin "$BIN" --legacy-master "$MOONCAKE_LEGACY_MASTER" --rfc-master "$MOONCAKE_RFC_MASTER" \
+    --out "$OUT" "${args[@]}" &
 driver=$!
 status=0
 wait "$driver" || status=$?
 driver=""
 if ((status == 124)); then
-    die "the cases did not finish within 300 s"
+    die "the cases did not finish within 660 s"
 fi
 exit "$status"

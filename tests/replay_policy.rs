@@ -249,3 +249,50 @@ fn a_stall_inside_a_block_is_malformed() {
         other => panic!("expected line 4 malformed, got {other:?}"),
     }
 }
+
+/// `stall` with `wake_ms`: the monitor, asleep through the stall, ticks again at `t_ms + wake_ms`
+/// and every tick after that (the real masters' monitors wake when the process resumes); under
+/// both policies. Without it the next tick is the first tick time at or after the stall's end.
+#[test]
+fn a_stall_with_wake_ms_restarts_the_ticks_at_the_wake() {
+    let lines = |policy, wake: &str| {
+        let trace = format!(
+            "{{\"config\": {{\"client_active_ttl_sec\": 3, \"client_suspicion_ttl_sec\": 4, \"monitor_tick_ms\": 1000, \"stall_brake\": false}}}}\n\
+             {{\"t_ms\": 100, \"op\": \"mount\", \"client\": \"c\", \"segment\": \"s\", \"size\": 10}}\n\
+             {{\"t_ms\": 1500, \"op\": \"stall\", \"ms\": 5000{wake}}}\n\
+             {{\"t_ms\": 11000, \"op\": \"advance\"}}\n"
+        );
+        ok(policy, &trace)
+    };
+    let woke = lines(ReplayPolicy::Rfc, ", \"wake_ms\": 5250");
+    assert!(woke[1].ends_with(r#""ms":5000,"wake_ms":5250,"ok":true}"#), "{woke:?}");
+    assert!(woke[2].starts_with(r#"{"t_ms":6750,"event":"transition""#), "{woke:?}");
+    // The ticks after the wake keep its phase: Offline a suspicion TTL after the commit.
+    assert!(
+        woke[3].starts_with(r#"{"t_ms":10750,"event":"transition""#) && woke[3].contains("Offline"),
+        "{woke:?}"
+    );
+    let plain = lines(ReplayPolicy::Rfc, "");
+    assert!(
+        plain[2].starts_with(r#"{"t_ms":7000,"event":"transition""#),
+        "{plain:?}"
+    );
+    let legacy = lines(ReplayPolicy::Legacy, ", \"wake_ms\": 5250");
+    assert!(legacy[2].starts_with(r#"{"t_ms":6750,"event":"expired""#), "{legacy:?}");
+    let legacy_plain = lines(ReplayPolicy::Legacy, "");
+    assert!(
+        legacy_plain[2].starts_with(r#"{"t_ms":7000,"event":"expired""#),
+        "{legacy_plain:?}"
+    );
+}
+
+#[test]
+fn a_wake_before_the_stall_ends_is_malformed() {
+    let trace = "{\"t_ms\": 1500, \"op\": \"stall\", \"ms\": 5000, \"wake_ms\": 4999}\n";
+    let (_, err) = run(ReplayPolicy::Rfc, trace);
+    let msg = err.expect("malformed").to_string();
+    assert!(
+        msg.starts_with("line 1:") && msg.contains("wake_ms") && msg.contains("4999"),
+        "{msg}"
+    );
+}

@@ -43,7 +43,10 @@
 //!
 //! # What it does not model
 //! LocalDisk (SSD) registrations, snapshots and failover, HA, NoF, and the time the expiry batch
-//! itself takes (a long sweep delays the next tick in main; here a tick is instantaneous).
+//! itself takes (a long sweep delays the next tick in main; here a tick is instantaneous). When
+//! the real master's batch was held up (it waits for the metadata shards a long RPC holds),
+//! `scripts/conformance.sh` reads the late tick from the master's own log and wakes this monitor
+//! there ([`wake_at`](LegacyMonitor::wake_at), a `stall` line's `wake_ms`).
 //!
 //! # API (stable: the fleet simulator and `replay --policy legacy` build on it)
 //! The reference [`Master`] keeps the data (segments, objects, allocation, Get); its own liveness
@@ -408,6 +411,16 @@ impl LegacyMonitor {
         self.next_tick_ms = self.next_tick_ms.max(resume);
     }
 
+    /// The master process stops and its monitor thread, asleep between two ticks, wakes when it
+    /// resumes at `at_ms` (main's monitor sleeps `kClientMonitorSleepMs` after its work; a
+    /// sleep whose deadline passed while the process was stopped returns at once): the ticks
+    /// before `at_ms` never run, the next one runs at `at_ms` and the later ones every
+    /// [`tick_ms`](Self::tick_ms) after it. Buffered pings race that tick as with
+    /// [`skip_ticks`](Self::skip_ticks).
+    pub fn wake_at(&mut self, at_ms: u64) {
+        self.next_tick_ms = self.next_tick_ms.max(at_ms);
+    }
+
     /// One tick at `now`: drain, then expire in one batch (clients in name order).
     pub fn tick(&mut self, master: &mut Master, now: u64) -> Vec<Expiry> {
         let deadline = now.saturating_add(self.ttl_ms);
@@ -581,6 +594,25 @@ mod tests {
         assert_eq!((mon.queued(), mon.rejected_pings()), (PING_QUEUE_CAPACITY + 1, 0));
         mon.run_ticks_to(&mut m, 1_000);
         assert_eq!((mon.queued(), mon.deadline_ms("a")), (0, Some(4_000)));
+    }
+
+    #[test]
+    fn a_monitor_woken_at_the_resume_ticks_from_there() {
+        let (mut m, mut mon) = (master(), LegacyMonitor::new(3_000));
+        mon.mount(&mut m, "c", "s", 1 << 20).unwrap();
+        mon.run_ticks_to(&mut m, 2_000); // deadline 4000
+        mon.wake_at(9_250);
+        assert_eq!(mon.next_tick_ms(), 9_250);
+        let e = mon.run_ticks_to(&mut m, 9_250);
+        assert_eq!((e.len(), e[0].at_ms), (1, 9_250));
+        mon.run_ticks_to(&mut m, 10_250);
+        assert_eq!(mon.next_tick_ms(), 11_250, "later ticks keep the wake's phase");
+        mon.wake_at(5_000);
+        assert_eq!(
+            mon.next_tick_ms(),
+            11_250,
+            "a monitor asleep past the wake keeps its own time"
+        );
     }
 
     #[test]

@@ -82,8 +82,11 @@ impl LegacySim {
                 })
                 .map_err(LegacyError::code),
             Op::Query { .. } => Ok(Answer::LegacyQuery(mon.clients())),
-            Op::Stall { ms } => {
-                mon.skip_ticks(line.t_ms.saturating_add(*ms));
+            Op::Stall { ms, wake_ms } => {
+                match wake_ms {
+                    Some(w) => mon.wake_at(line.t_ms.saturating_add(*w)),
+                    None => mon.skip_ticks(line.t_ms.saturating_add(*ms)),
+                }
                 Ok(Answer::Done)
             }
             op => match super::apply_data(m, op) {

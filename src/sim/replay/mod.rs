@@ -293,9 +293,14 @@ impl Sim {
     }
 
     /// A stall from now for `ms`: the ticks in `(now, now + ms)` never run. The monitor notices
-    /// the gap itself (its own lateness) at the first tick after the stall.
-    fn stall(&mut self, t_ms: u64, ms: u64) {
-        let resume = (t_ms + ms).div_ceil(self.tick_ms) * self.tick_ms;
+    /// the gap itself (its own lateness) at the first tick after the stall: the first tick time
+    /// at or after its end, or, with `wake_ms`, `t_ms + wake_ms` (a monitor asleep past it
+    /// wakes at its own time), and every tick after that.
+    fn stall(&mut self, t_ms: u64, ms: u64, wake_ms: Option<u64>) {
+        let resume = match wake_ms {
+            Some(w) => t_ms + w,
+            None => (t_ms + ms).div_ceil(self.tick_ms) * self.tick_ms,
+        };
         self.next_tick_ms = self.next_tick_ms.max(resume);
     }
 
@@ -329,8 +334,8 @@ impl Sim {
                 .map_err(MasterError::code),
             Op::Promote { key } => m.promote(key).map(Answer::Task).map_err(MasterError::code),
             Op::Query { client, segment } => Ok(Answer::Query(m.query(client.as_deref(), segment.as_deref()))),
-            Op::Stall { ms } => {
-                self.stall(line.t_ms, *ms);
+            Op::Stall { ms, wake_ms } => {
+                self.stall(line.t_ms, *ms, *wake_ms);
                 Ok(Answer::Done)
             }
             Op::FailStep { step, times } => {

@@ -85,6 +85,10 @@ pub(super) enum Op {
     Advance,
     Stall {
         ms: u64,
+        /// When the monitor ticks again, ms after `t_ms` (at least `ms`): a monitor thread that
+        /// slept through the stall wakes when the master resumes, and its later ticks follow
+        /// from then. `None`: the first tick time at or after the stall's end.
+        wake_ms: Option<u64>,
     },
     BlockHeartbeats {
         ms: u64,
@@ -194,7 +198,7 @@ impl Parser {
         let op = parse_op(&f, &name)?;
         self.check_order(t_ms)?;
         self.stall = match op {
-            Op::Stall { ms } => Some((n, t_ms + ms)),
+            Op::Stall { ms, .. } => Some((n, t_ms + ms)),
             _ => None,
         };
         self.prev_t_ms = Some(t_ms);
@@ -276,7 +280,14 @@ fn parse_op(f: &Fields<'_>, name: &str) -> ParseResult<Op> {
         "snapshot" => Op::Snapshot,
         "failover" => Op::Failover,
         "advance" => Op::Advance,
-        "stall" => Op::Stall { ms: f.duration("ms")? },
+        "stall" => {
+            let ms = f.duration("ms")?;
+            let wake_ms = f.opt_duration("wake_ms")?;
+            if let Some(w) = wake_ms.filter(|w| *w < ms) {
+                return Err(format!("field \"wake_ms\" ({w}) must be at least \"ms\" ({ms})"));
+            }
+            Op::Stall { ms, wake_ms }
+        }
         "block_heartbeats" => Op::BlockHeartbeats { ms: f.duration("ms")? },
         "fail_step" => Op::FailStep {
             step: f.step("step")?,
@@ -302,7 +313,8 @@ pub(super) fn known_fields(op: &Op) -> &'static [&'static str] {
         Op::Drain { .. } => &["segment"],
         Op::Query { .. } => &["client", "segment"],
         Op::Snapshot | Op::Failover | Op::Advance => &[],
-        Op::Stall { .. } | Op::BlockHeartbeats { .. } => &["ms"],
+        Op::Stall { .. } => &["ms", "wake_ms"],
+        Op::BlockHeartbeats { .. } => &["ms"],
         Op::FailStep { .. } => &["step", "times"],
     }
 }
@@ -360,6 +372,10 @@ impl Fields<'_> {
             Some(n) if n > max => Err(format!("field {key:?} must be at most {max}, got {n}")),
             _ => Ok(n),
         }
+    }
+
+    fn opt_duration(&self, key: &str) -> ParseResult<Option<u64>> {
+        self.opt(key).map(|_| self.duration(key)).transpose()
     }
 
     fn duration(&self, key: &str) -> ParseResult<u64> {

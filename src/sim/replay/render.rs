@@ -141,7 +141,13 @@ fn echo(op: &Op, out: &mut JsonLine) {
             }
         }
         Op::Snapshot | Op::Failover | Op::Advance => {}
-        Op::Stall { ms } | Op::BlockHeartbeats { ms } => {
+        Op::Stall { ms, wake_ms } => {
+            out.field("ms", ms);
+            if let Some(w) = wake_ms {
+                out.field("wake_ms", w);
+            }
+        }
+        Op::BlockHeartbeats { ms } => {
             out.field("ms", ms);
         }
         Op::FailStep { step, times } => {
