@@ -16,6 +16,9 @@ use std::path::Path;
 pub(super) enum RawValue {
     Json(Value),
     NonFinite(f64),
+    /// A duration an embedder gave in whole milliseconds ([`RawConfig::set_ms`]), whatever the
+    /// key's unit: no round trip through fractional seconds.
+    Millis(u64),
 }
 
 /// Raw values as they appear in one source (a file, a trace's `config` object, or the command
@@ -87,6 +90,14 @@ impl RawConfig {
     /// [`CliOverrides::other`].
     pub fn set(&mut self, key: &str, value: Value) {
         self.map.insert(key.to_owned(), RawValue::Json(value));
+    }
+
+    /// Sets a duration key from whole milliseconds, whatever unit the key is written in: a
+    /// seconds key (`client_active_ttl_sec`, ...) takes `ms` exactly, with no round trip through
+    /// fractional seconds. For embedders whose durations are milliseconds already (the C ABI).
+    /// A key that is not a duration refuses the value as the wrong type at resolution.
+    pub fn set_ms(&mut self, key: &str, ms: u64) {
+        self.map.insert(key.to_owned(), RawValue::Millis(ms));
     }
 
     /// Whether `key` is present.
