@@ -41,6 +41,7 @@ use std::fmt;
 use std::ops::Deref;
 
 #[cfg(not(loom))]
+#[allow(unsafe_code)] // the record's strong count, owned through the tag's raw pointer (`SAFETY` at each)
 mod repr {
     use super::*;
     use crate::liveness::slab::WordRef;

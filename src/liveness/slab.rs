@@ -46,6 +46,7 @@ use super::word::Word;
 use crate::sync::Atomic;
 
 #[cfg(not(loom))]
+#[allow(unsafe_code)] // initialising leaked chunks in place, and a slot's tag by address (`SAFETY` at each)
 mod imp {
     use super::*;
     use crate::sync::{AtomicPtr, Mutex, Ordering};

@@ -174,6 +174,15 @@ impl MasterCore {
             .map(|(j, due)| pending_job(j, due))
     }
 
+    /// The snapshot's `clients` and `vacant` sections ([`crate::persist::client_sections`]),
+    /// with the progress of the jobs parked here or waiting in the outbox (a job on a worker
+    /// is listed "not started": steps are idempotent). Holds the `offboarding` leaf while it
+    /// reads the registry, which takes no lock.
+    pub(super) fn client_sections(&self) -> (Vec<crate::snapshot::ClientSnap>, Vec<(u128, u64)>) {
+        let off = lock(&self.offboarding);
+        crate::persist::client_sections(&self.live, off.pending.values().chain(off.outbox.iter()))
+    }
+
     /// Was `segment` unmounted by an offboarding job of a client other than `asker` that has not
     /// completed? Its name stays taken until then.
     pub(super) fn held_by_pending_offboarding(&self, segment: &str, asker: ClientId) -> bool {
