@@ -350,3 +350,33 @@ mod tests {
         assert_eq!(Step::parse("nope"), None);
     }
 }
+
+/// Jobs for the tests of the offboarding modules: minted by each record's own evaluation, as the
+/// monitor applies it (building them through the monitor would make `offboarding` import the
+/// monitor, which imports it).
+#[cfg(all(test, not(loom)))]
+pub(super) mod tests_support {
+    use super::*;
+    use crate::liveness::record::Evaluation;
+    use crate::liveness::Ttls;
+
+    /// The one job of each of clients `1..=n` (Suspected at 1_000, Offline at 2_000; not in any
+    /// registry) and an empty registry to complete them against.
+    pub(in crate::offboarding) fn jobs(n: u128) -> (Registry, Vec<ClientOffboardingJob>) {
+        let ttls = Ttls {
+            active_ms: 1_000,
+            suspicion_ms: 1_000,
+        };
+        let jobs = (1..=n)
+            .map(|id| {
+                let rec = Arc::new(ClientLivenessRecord::new(ClientId(id), Incarnation(1), 0, ttls.active_ms));
+                assert!(matches!(rec.evaluate(1_000, ttls, false), Evaluation::Suspected(..)));
+                match rec.evaluate(2_000, ttls, false) {
+                    Evaluation::Offline(_, _, proof) => ClientOffboardingJob::from_commit(rec, proof, 2_000),
+                    other => panic!("expected the Offline commit at 2_000, got {other:?}"),
+                }
+            })
+            .collect();
+        (Registry::default(), jobs)
+    }
+}
