@@ -160,12 +160,9 @@ impl MasterCore {
     pub(super) fn pending_job_of(&self, client: ClientId, inc: Incarnation) -> Option<PendingJob> {
         let off = lock(&self.offboarding);
         let parked = off.schedule.parked().map(|(due, j)| (j, due));
-        let queued = off.outbox.iter().map(|j| (j, 0));
-        let found = parked
-            .chain(queued)
-            .find(|(j, _)| j.client() == client && j.incarnation() == inc)
-            .map(|(j, due)| pending_job(j, due));
-        found
+        let mut jobs = parked.chain(off.outbox.iter().map(|j| (j, 0)));
+        jobs.find(|(j, _)| j.client() == client && j.incarnation() == inc)
+            .map(|(j, due)| pending_job(j, due))
     }
 
     /// The snapshot's `clients` and `vacant` sections ([`crate::persist::client_sections`]),
@@ -174,7 +171,10 @@ impl MasterCore {
     /// reads the registry, which takes no lock.
     pub(super) fn client_sections(&self) -> (Vec<crate::snapshot::ClientSnap>, Vec<(u128, u64)>) {
         let off = lock(&self.offboarding);
-        crate::persist::client_sections(&self.live, off.schedule.parked().map(|(_, j)| j).chain(off.outbox.iter()))
+        crate::persist::client_sections(
+            &self.live,
+            off.schedule.parked().map(|(_, j)| j).chain(off.outbox.iter()),
+        )
     }
 
     /// Was `segment` unmounted by an offboarding job of a client other than `asker` that has not
