@@ -122,7 +122,7 @@ pub fn restore_clients(
     let mut out = RestoredClients::default();
     // Restored jobs are stamped with the restoring process's clock, so job-age metrics stay on
     // one clock after failover.
-    let now = liveness.clock().base().now_ms();
+    let now = liveness.clock().base_now();
     for c in clients {
         let (rec, proof) = liveness
             .restore_incarnation(ClientId(c.id), Incarnation(c.incarnation), c.job.is_some())

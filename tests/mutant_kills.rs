@@ -8,6 +8,7 @@
 mod common;
 
 use common::{config, Harness};
+use mooncake_liveness::clock::LivenessMs;
 use mooncake_liveness::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver};
 use mooncake_liveness::offboarding::{
     complete_client_offboarding, prepare_client_offboarding, CleanupError, ClientOffboardingJob, OffboardingSteps,
@@ -174,7 +175,7 @@ fn first_mount_deadline_counts_from_the_commit() {
     let pending = h.live.begin_mount(ClientId(1), None).expect("begin");
     h.run_to(4_000); // the mount work runs
     let done = h.live.commit_mount(pending).expect("commit");
-    assert_eq!(done.record.word().deadline_ms(), 4_000 + A);
+    assert_eq!(done.record.word().deadline(), LivenessMs(4_000 + A));
     h.run_to(13_900);
     assert!(
         h.transitions().is_empty(),
@@ -210,7 +211,7 @@ fn after_a_stall_signals_use_the_credited_clock_and_events_the_base_clock() {
     match h.live.mount(ClientId(1), None, |_| Ok::<(), ()>(())) {
         MountOutcome::Mounted { recovered, record, .. } => {
             assert_eq!(recovered.map(|t| t.at_ms), Some(34_000));
-            assert_eq!(record.word().deadline_ms(), 22_000 + A);
+            assert_eq!(record.word().deadline(), LivenessMs(22_000 + A));
         }
         other => panic!("{other:?}"),
     }

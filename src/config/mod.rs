@@ -166,6 +166,17 @@ pub struct LivenessConfig {
     pub shutdown_drain_ms: u64,
 }
 
+/// The two TTLs a liveness decision needs, ms (durations, on the liveness clock): what
+/// [`ConfigHandle::ttls`] hands the signal paths and the monitor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ttls {
+    /// Active → Suspected after this long without a signal (`client_active_ttl_sec`).
+    pub active_ms: u64,
+    /// Suspected → Offline after this long since the committed suspicion
+    /// (`client_suspicion_ttl_sec`).
+    pub suspicion_ms: u64,
+}
+
 /// Where offboarding jobs run (`offboarding_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -200,6 +211,14 @@ impl Default for LivenessConfig {
 }
 
 impl LivenessConfig {
+    /// The two TTLs.
+    pub fn ttls(&self) -> Ttls {
+        Ttls {
+            active_ms: self.active_ttl_ms,
+            suspicion_ms: self.suspicion_ttl_ms,
+        }
+    }
+
     /// Resolves one source with no command line: `resolve(Some(raw), &CliOverrides::default())`.
     pub fn from_raw(raw: &RawConfig) -> Result<Resolved, ConfigError> {
         resolve(Some(raw), &CliOverrides::default())

@@ -91,7 +91,10 @@ mod tests {
                     break;
                 }
                 let mut probe = b.clone();
-                assert!(!probe.try_take(next - 1) || next - 1 == now, "rate {rate}: a token before {next}");
+                assert!(
+                    !probe.try_take(next - 1) || next - 1 == now,
+                    "rate {rate}: a token before {next}"
+                );
                 assert!(b.try_take(next), "rate {rate}: no token at {next}");
                 now = next;
             }

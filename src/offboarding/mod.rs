@@ -56,15 +56,11 @@ pub fn prepare_client_offboarding(
     liveness: &Liveness,
     record: &Arc<ClientLivenessRecord>,
 ) -> Result<ClientOffboardingJob, PrepareError> {
-    let now = liveness.clock().now_ms();
-    match record.commit_offline(now, liveness.ttls()) {
-        Evaluation::Offline(_, _, proof) => {
+    let at = liveness.clock().base_now();
+    match record.commit_offline(liveness.clock().to_liveness(at), liveness.ttls()) {
+        Evaluation::Offline { proof, .. } => {
             liveness.note_suspected(-1);
-            Ok(ClientOffboardingJob::from_commit(
-                record.clone(),
-                proof,
-                liveness.clock().base().now_ms(),
-            ))
+            Ok(ClientOffboardingJob::from_commit(record.clone(), proof, at))
         }
         Evaluation::Retired => Err(PrepareError::AlreadyOffline),
         _ => Err(PrepareError::NotDue),

@@ -202,7 +202,10 @@ mod tests {
         assert_eq!(due.len(), 2);
         let mut due = due.into_iter();
         let b = s.admit(due.next().unwrap(), 1_500, &LIMITS).expect("first in line");
-        assert!(s.admit(due.next().unwrap(), 1_500, &LIMITS).is_none(), "one token at +500 ms");
+        assert!(
+            s.admit(due.next().unwrap(), 1_500, &LIMITS).is_none(),
+            "one token at +500 ms"
+        );
         assert_eq!(s.parked().map(|(due, _)| due).collect::<Vec<_>>(), [2_000]);
 
         // A failed attempt is parked on the backoff and needs no token to run again.
