@@ -153,7 +153,7 @@ fn ping_vs_monitor_tick_then_rearm() {
 /// commits Active → Suspected (suspicion deadline 30) and re-arms the entry at
 /// `min(30, 10 + active TTL) = 20`; the ping's CAS then recovers with deadline `8 + 10 = 18`.
 /// Nothing wakes the entry before tick 20, so a client silent since 8 is suspected at 20, two
-/// ticks after its deadline. `monitor::wake_ms` assumes a recovery at `r ≥ now`.
+/// ticks after its deadline. `monitor::wake` assumes a recovery at `r ≥ now`.
 #[test]
 fn stale_ping_time_vs_suspect_rearm() {
     model_covering(
@@ -207,7 +207,7 @@ fn assert_suspected_on_time(master: &mut Master, rec: &ClientLivenessRecord) {
 /// A ping whose CAS fails against the monitor's suspect commit re-reads the clock, and that
 /// read must see at least the monitor's time τ: a recovery stamped earlier sets an Active
 /// deadline before τ + active TTL, the latest tick the monitor re-armed the Suspected entry for
-/// (`monitor::wake_ms`), so the client would be suspected late (invariant 4). The failed CAS's
+/// (`monitor::wake`), so the client would be suspected late (invariant 4). The failed CAS's
 /// `Acquire` (`ClientLivenessRecord::apply_at`) gives the edge: it reads the monitor's commit,
 /// a release that follows the monitor's clock reading. Kills the mutant "CAS failure ordering
 /// `Acquire` → `Relaxed`" (MUTANTS.md, "Memory orderings (loom)"), which

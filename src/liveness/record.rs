@@ -203,7 +203,7 @@ impl ClientLivenessRecord {
     ///
     /// Signals use this: a signal whose time was read before the monitor committed Suspected
     /// at tick τ could otherwise recover with a deadline earlier than τ + active TTL, which is
-    /// the earliest the monitor re-arms a Suspected entry for (`monitor::wake_ms`). Reading the
+    /// the earliest the monitor re-arms a Suspected entry for (`monitor::wake`). Reading the
     /// time after the load that saw the commit (Acquire; the monitor read its own time before
     /// its CAS) gives a time ≥ τ. Found by the `stale_ping_time_vs_suspect_rearm` loom model.
     pub(crate) fn apply_at(&self, ev: Event, now: impl Fn() -> LivenessMs, ttls: Ttls) -> Applied {
