@@ -22,6 +22,7 @@ mod master_common;
 use loom::thread;
 use master_common::{invariants, model_capped, Rig, VICTIM, VICTIM_SEG};
 use mooncake_liveness::master::{MasterError, OffboardingDriver};
+use mooncake_liveness::Clock;
 
 #[test]
 fn master_restore_vs_first_mount() {
