@@ -320,7 +320,7 @@ impl Monitor {
                 // to one suspicion TTL after it, and neither may be later than the wake-up
                 // (nothing tells the wheel of either). Waking one active TTL out made Offline
                 // late after a release whenever the suspicion TTL was the shorter (invariant 4,
-                // `master_defects::a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_release`).
+                // `monitor_brakes::a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_release`).
                 self.stats.offline_held += 1;
                 self.brake.hold(rec.clone());
                 self.rearm(rec, now.l.saturating_add(shorter_ttl(now.ttls)), now.tick);

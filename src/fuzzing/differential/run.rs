@@ -274,7 +274,7 @@ impl Real {
             }
             Cmd::ReloadTtls(active, suspicion) => {
                 // A shorter active TTL too: it once made the monitor commit Suspected late
-                // (fixed; `master_defects::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
+                // (fixed; `monitor_timing::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
                 let active = *active;
                 let config = LivenessConfig {
                     active_ttl_ms: active,
