@@ -4,13 +4,15 @@
 //! Plain values with no imports, so that every module may name them (`liveness::word` stores
 //! deadlines as [`LivenessMs`]) without reaching the clocks' atomics.
 
-/// A time on a base clock, ms ([`Clock::now_ms`] of the system or a manual clock): when an
-/// event happened, when the monitor last ran. Not comparable with a [`LivenessMs`].
+/// A time on a base clock, ms ([`Clock::now_ms`](super::Clock::now_ms) of the system or a
+/// manual clock): when an event happened, when the monitor last ran. Not comparable with a
+/// [`LivenessMs`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BaseMs(pub u64);
 
 /// A time on the liveness clock, ms: base time minus every master stall detected so far
-/// ([`LivenessClock`]). Every deadline a word holds is one. Not comparable with a [`BaseMs`].
+/// ([`LivenessClock`](super::LivenessClock)). Every deadline a word holds is one. Not
+/// comparable with a [`BaseMs`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LivenessMs(pub u64);
 
