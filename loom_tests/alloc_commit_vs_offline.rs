@@ -18,6 +18,7 @@ use common::{model, model_covering, Gate, CLIENT, TTLS};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use mooncake_liveness::__private::loom::{evaluate, record_with_word, Eval};
+use mooncake_liveness::clock::LivenessMs;
 use mooncake_liveness::liveness::{Incarnation, LivenessState, Seq, Word};
 
 /// An Active owner already due for suspicion; the monitor thread walks it to Offline.
@@ -25,7 +26,7 @@ fn due_owner() -> Arc<mooncake_liveness::ClientLivenessRecord> {
     record_with_word(
         CLIENT,
         Incarnation(1),
-        Word::pack(LivenessState::Active, Seq::default(), 0),
+        Word::pack(LivenessState::Active, Seq::default(), LivenessMs(0)),
     )
 }
 

@@ -3,9 +3,9 @@
 //! `ConfigHandle` keeps the published configuration in an `ArcCell` and a cache of its two TTLs
 //! in two atomics (the signal path reads those). A reload writes all three. Without the
 //! handle's reload lock the stores of two reloads can interleave (the atomics of one, the cell
-//! of the other), leaving `ttls_ms()` disagreeing with `load()` until some later reload.
+//! of the other), leaving `ttls()` disagreeing with `load()` until some later reload.
 //!
-//! Checked: after both reloads return, `ttls_ms()` equals the TTLs of `load()`, and the
+//! Checked: after both reloads return, `ttls()` equals the TTLs of `load()`, and the
 //! winner is one of the two configurations. Both winners must be reachable (the race is real).
 //! Remove the lock in `src/config/handle.rs` and this model fails.
 #![cfg(loom)]
@@ -44,7 +44,7 @@ fn racing_reloads_keep_the_ttl_cache_equal_to_the_config() {
             let published = handle.load();
             let ttls = (published.active_ttl_ms, published.suspicion_ttl_ms);
             assert_eq!(
-                handle.ttls_ms(),
+                (handle.ttls().active_ms, handle.ttls().suspicion_ms),
                 ttls,
                 "the TTL cache disagrees with the published config"
             );

@@ -252,7 +252,7 @@ fn stale_token_ping_vs_new_incarnation() {
             let label = check_barrier(&race.master, &race.old, &outcome);
             if let MountOutcome::Mounted { record, .. } = &outcome {
                 // Exactly the word the mount installed: the stale ping never touched it.
-                let first = Word::first(race.master.liveness.clock().now_ms(), ACTIVE_TTL_MS);
+                let first = Word::first(race.master.liveness.clock().now(), ACTIVE_TTL_MS);
                 assert_eq!(record.word(), first);
             }
             seen.saw(label);

@@ -1,7 +1,7 @@
 //! Race: the monitor detects a master stall and adds it to the liveness clock's credit while a
 //! Ping reads the liveness clock to compute its deadline.
 //!
-//! Invariant 5 (master stalls are not client failures) and the `clock.rs` ground rule: a signal
+//! Invariant 5 (master stalls are not client failures) and the `clock/mod.rs` ground rule: a signal
 //! that reads the credit just before the monitor adds a stall stores a deadline later than it
 //! needs to be; the error is only ever in the client's favour.
 //!
@@ -56,7 +56,7 @@ fn stall_credit_vs_ping() {
         assert_eq!(word.state(), LivenessState::Active);
         let floor = STALL_UNTIL_MS - credit + ACTIVE_TTL_MS; // ping's liveness time after the credit + TTL
         let ceiling = STALL_UNTIL_MS + ACTIVE_TTL_MS; // ping's base time + TTL
-        let deadline = word.deadline_ms();
+        let deadline = word.deadline().0;
         assert!(
             deadline >= floor,
             "deadline {deadline} < {floor}: error against the client"
@@ -74,7 +74,7 @@ fn stall_credit_vs_ping() {
         loop {
             base += 1;
             let report = master.tick_at(base);
-            let now_l = master.liveness.clock().now_ms();
+            let now_l = master.liveness.clock().now().0;
             match transitions(&report).as_slice() {
                 [] => assert!(now_l < deadline, "not suspected at {now_l} ≥ deadline {deadline}"),
                 [(LivenessState::Active, LivenessState::Suspected)] => {

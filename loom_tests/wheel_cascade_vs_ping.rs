@@ -58,7 +58,7 @@ fn paced_cascade_fires_on_time_vs_ping() {
                 other => panic!("unexpected transitions {other:?}"),
             }
             let word = rec.word();
-            assert_eq!((word.state(), word.deadline_ms()), (LivenessState::Active, 2 * TTL));
+            assert_eq!((word.state(), word.deadline().0), (LivenessState::Active, 2 * TTL));
             let report = master.tick_at(2 * TTL - 1);
             assert!(transitions(&report).is_empty(), "committed early: {report:?}");
             let report = master.tick_at(2 * TTL);

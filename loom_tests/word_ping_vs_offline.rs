@@ -30,6 +30,7 @@ use common::{
     SUSPICION_TTL_MS, TTLS,
 };
 use mooncake_liveness::__private::loom::{record_with_word, signal, Eval};
+use mooncake_liveness::clock::LivenessMs;
 use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
 use mooncake_liveness::{Incarnation, LivenessState, PingStatus};
 
@@ -43,7 +44,7 @@ const MONITOR_OFFLINE: &str = "monitor offline";
 #[test]
 fn ping_vs_offline_commit() {
     model_covering("ping_vs_offline_commit", &[PING_RECOVERED, MONITOR_OFFLINE], |seen| {
-        let initial = Word::pack(LivenessState::Suspected, Seq::new(1), OFFLINE_DUE);
+        let initial = Word::pack(LivenessState::Suspected, Seq::new(1), LivenessMs(OFFLINE_DUE));
         let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
         let (eval, ping, fin) = race_evaluate_vs_signal(&rec, OFFLINE_DUE, OFFLINE_DUE);
 
@@ -60,7 +61,7 @@ fn ping_vs_offline_commit() {
                 assert_eq!(waited_on, to, "monitor waited on a word other than the recovery's");
                 assert_eq!(fin, to);
                 assert_eq!(fin.state(), LivenessState::Active);
-                assert_eq!(fin.deadline_ms(), OFFLINE_DUE + ACTIVE_TTL_MS);
+                assert_eq!(fin.deadline().0, OFFLINE_DUE + ACTIVE_TTL_MS);
                 seen.saw(PING_RECOVERED);
             }
             (Eval::Offline { from, to, job }, Applied::Offline) => {
@@ -159,7 +160,7 @@ fn stale_offline_cas_after_recover_and_resuspect() {
         const STALE_AT: u64 = OFFLINE_DUE; // due for Offline on the initial word
         const PING_AT: u64 = OFFLINE_DUE + 1; // recovers: Active until PING_AT + active TTL
         const LATER_AT: u64 = PING_AT + ACTIVE_TTL_MS; // re-suspects the recovered word
-        let initial = Word::pack(LivenessState::Suspected, Seq::new(1), OFFLINE_DUE);
+        let initial = Word::pack(LivenessState::Suspected, Seq::new(1), LivenessMs(OFFLINE_DUE));
         let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
         let gate = Gate::new();
 
@@ -200,7 +201,7 @@ fn stale_offline_cas_after_recover_and_resuspect() {
                 assert_eq!(c.from.state(), LivenessState::Suspected, "{c:?}");
                 let at = c.evaluated_at.expect("only the monitor commits Offline");
                 assert!(
-                    at >= c.from.deadline_ms(),
+                    at >= c.from.deadline().0,
                     "Offline before the suspicion deadline: {c:?}"
                 );
             }

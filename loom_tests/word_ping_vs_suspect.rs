@@ -27,6 +27,7 @@ use common::{
 };
 use loom::thread;
 use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal_at, Eval};
+use mooncake_liveness::clock::LivenessMs;
 use mooncake_liveness::liveness::{Applied, Change, Seq, Word};
 use mooncake_liveness::{ClientLivenessRecord, Clock, Incarnation, LivenessState, ManualClock, PingStatus, TickReport};
 use std::cell::Cell;
@@ -43,7 +44,7 @@ fn ping_vs_suspect_commit() {
     model_covering("ping_vs_suspect_commit", &[PING_FIRST, MONITOR_FIRST], |seen| {
         const DEADLINE: u64 = 10;
         const PING_AT: u64 = 12;
-        let initial = Word::pack(LivenessState::Active, Seq::default(), DEADLINE);
+        let initial = Word::pack(LivenessState::Active, Seq::default(), LivenessMs(DEADLINE));
         let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
         let (eval, ping, fin) = race_evaluate_vs_signal(&rec, DEADLINE, PING_AT);
 
@@ -52,7 +53,7 @@ fn ping_vs_suspect_commit() {
             LivenessState::Active,
             "final {fin:?}, monitor {eval:?}, ping {ping:?}"
         );
-        assert_eq!(fin.deadline_ms(), PING_AT + ACTIVE_TTL_MS, "lost update: {fin:?}");
+        assert_eq!(fin.deadline().0, PING_AT + ACTIVE_TTL_MS, "lost update: {fin:?}");
         match (&eval, &ping) {
             (
                 Eval::Wait(waited_on),
@@ -83,7 +84,7 @@ fn ping_vs_suspect_commit() {
             ) => {
                 // The ping recovered exactly the word the monitor installed.
                 assert_eq!(*from, initial);
-                assert_eq!(to.deadline_ms(), DEADLINE + SUSPICION_TTL_MS);
+                assert_eq!(to.deadline().0, DEADLINE + SUSPICION_TTL_MS);
                 assert_eq!(recovered_from, to, "ping recovered a word the monitor did not install");
                 assert_eq!(fin, *recovered_to);
                 assert_eq!(fin.seq(), Seq::new(2));
@@ -124,7 +125,7 @@ fn ping_vs_monitor_tick_then_rearm() {
             }
             let fin = rec.word();
             assert_eq!(fin.state(), LivenessState::Active);
-            assert_eq!(fin.deadline_ms(), 2 * ACTIVE_TTL_MS, "lost update: {fin:?}");
+            assert_eq!(fin.deadline().0, 2 * ACTIVE_TTL_MS, "lost update: {fin:?}");
 
             // The wheel is a hint: the entry survived and fires exactly at the refreshed deadline.
             assert_eq!(master.monitor.armed(), 1);
@@ -152,7 +153,7 @@ fn ping_vs_monitor_tick_then_rearm() {
 /// commits Active → Suspected (suspicion deadline 30) and re-arms the entry at
 /// `min(30, 10 + active TTL) = 20`; the ping's CAS then recovers with deadline `8 + 10 = 18`.
 /// Nothing wakes the entry before tick 20, so a client silent since 8 is suspected at 20, two
-/// ticks after its deadline. `monitor::wake_ms` assumes a recovery at `r ≥ now`.
+/// ticks after its deadline. `monitor::wake` assumes a recovery at `r ≥ now`.
 #[test]
 fn stale_ping_time_vs_suspect_rearm() {
     model_covering(
@@ -187,7 +188,7 @@ fn who_won(report: &TickReport) -> &'static str {
 /// millisecond at a time until the monitor suspects `rec`, and checks that this happens at its
 /// deadline (not before, and at most a tick after).
 fn assert_suspected_on_time(master: &mut Master, rec: &ClientLivenessRecord) {
-    let deadline = rec.word().deadline_ms();
+    let deadline = rec.word().deadline().0;
     let mut now = ACTIVE_TTL_MS;
     loop {
         now += 1;
@@ -206,7 +207,7 @@ fn assert_suspected_on_time(master: &mut Master, rec: &ClientLivenessRecord) {
 /// A ping whose CAS fails against the monitor's suspect commit re-reads the clock, and that
 /// read must see at least the monitor's time τ: a recovery stamped earlier sets an Active
 /// deadline before τ + active TTL, the latest tick the monitor re-armed the Suspected entry for
-/// (`monitor::wake_ms`), so the client would be suspected late (invariant 4). The failed CAS's
+/// (`monitor::wake`), so the client would be suspected late (invariant 4). The failed CAS's
 /// `Acquire` (`ClientLivenessRecord::apply_at`) gives the edge: it reads the monitor's commit,
 /// a release that follows the monitor's clock reading. Kills the mutant "CAS failure ordering
 /// `Acquire` → `Relaxed`" (MUTANTS.md, "Memory orderings (loom)"), which
@@ -230,7 +231,7 @@ fn ping_cas_lost_to_suspect_rereads_clock() {
         "ping_cas_lost_to_suspect_rereads_clock",
         &[PING_FIRST, MONITOR_FIRST, PING_CAS_LOST],
         |seen| {
-            let initial = Word::pack(LivenessState::Active, Seq::default(), ACTIVE_TTL_MS);
+            let initial = Word::pack(LivenessState::Active, Seq::default(), LivenessMs(ACTIVE_TTL_MS));
             let rec = record_with_word(CLIENT, Incarnation::FIRST, initial);
             let clock = std::sync::Arc::new(ManualClock::new(ACTIVE_TTL_MS - 3));
             let gate = Gate::new();
@@ -284,10 +285,10 @@ fn ping_cas_lost_to_suspect_rereads_clock() {
                 ) => {
                     assert_eq!(from, suspected, "ping recovered a word the monitor did not install");
                     assert!(
-                        to.deadline_ms() >= tau + ACTIVE_TTL_MS,
+                        to.deadline().0 >= tau + ACTIVE_TTL_MS,
                         "recovery stamped before the suspicion it undoes: deadline {}, suspected at {tau} \
                          (clock reads by the ping: {})",
-                        to.deadline_ms(),
+                        to.deadline().0,
                         reads.get()
                     );
                     seen.saw(match reads.get() {

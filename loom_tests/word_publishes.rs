@@ -26,6 +26,7 @@ use loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use loom::sync::Arc;
 use loom::thread;
 use mooncake_liveness::__private::loom::{evaluate, record_with_word, signal, Eval};
+use mooncake_liveness::clock::LivenessMs;
 use mooncake_liveness::liveness::{Applied, Change, Owner, Seq, Word};
 use mooncake_liveness::{ClientLivenessRecord, Incarnation, LivenessState};
 
@@ -64,7 +65,7 @@ fn race<R: Send + 'static>(
     transition: fn(&Arc<ClientLivenessRecord>) -> R,
     sees_new: impl Fn(&Arc<ClientLivenessRecord>, &Owner) -> bool,
 ) -> R {
-    let suspected = Word::pack(LivenessState::Suspected, Seq::new(1), DEADLINE);
+    let suspected = Word::pack(LivenessState::Suspected, Seq::new(1), LivenessMs(DEADLINE));
     let rec = record_with_word(CLIENT, Incarnation::FIRST, suspected);
     let owner = Owner::new(rec.clone());
     let data = Arc::new(AtomicU64::new(0));

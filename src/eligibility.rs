@@ -192,7 +192,11 @@ mod tests {
     use crate::liveness::{ClientId, Incarnation};
 
     fn rec(state: LivenessState) -> ClientLivenessRecord {
-        ClientLivenessRecord::with_word(ClientId(1), Incarnation(1), Word::pack(state, Seq::default(), 0))
+        ClientLivenessRecord::with_word(
+            ClientId(1),
+            Incarnation(1),
+            Word::pack(state, Seq::default(), crate::clock::LivenessMs(0)),
+        )
     }
 
     #[test]

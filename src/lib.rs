@@ -19,9 +19,21 @@
 //! 4. Suspicion counts from the committed transition; master stalls are credited, never charged to clients.
 //! 5. Exactly one offboarding job per incarnation; the Offline record bars remounts until it completes.
 //!
-//! The public interface is:
+//! # Modules
+//!
+//! The core: [`clock`], [`config`], [`liveness`] (words, records, registry, signal paths),
+//! [`eligibility`] (the serving check), [`monitor`] (the timer wheel and its brakes),
+//! [`offboarding`] (the job, its steps, the retry schedule, the queue and the executor),
+//! [`persist`] and [`snapshot`] (failover), [`telemetry`]; [`docs`] holds the guarantees as
+//! prose. Around it: [`master`] (a reference master over the core), [`sim`] (`replay`,
+//! `simulate`) and `loadtest`, which the `mooncake-liveness` binary runs.
+//!
+//! `unsafe` is denied crate-wide; it is allowed only where it lives, each block with a
+//! `SAFETY` comment: the word slab (`liveness/slab.rs`), the `Owner`'s raw record count
+//! (`liveness/owner.rs`) and a prefetch hint (`sync.rs`). The C ABI (`ffi/`) is the other
+//! crate that has any.
 #![warn(unreachable_pub, missing_docs, missing_debug_implementations)]
-#![deny(unsafe_op_in_unsafe_fn, unused_must_use)]
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn, unused_must_use)]
 
 pub mod clock;
 pub mod config;
@@ -45,6 +57,7 @@ pub mod telemetry;
 #[doc(hidden)]
 pub mod fuzzing;
 
+// The public interface is:
 pub use clock::{Clock, LivenessClock, ManualClock, SystemClock, Tick};
 pub use config::{ConfigError, ConfigHandle, LivenessConfig};
 pub use liveness::{

@@ -142,15 +142,10 @@ struct SimulateArgs {
     /// Seed of the workload (trouble and traffic).
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Active TTL for the rfc policies (and the single TTL of legacy), seconds.
-    #[arg(long = "active-ttl", value_name = "SEC", allow_negative_numbers = true)]
-    active_ttl: Option<f64>,
-    /// Suspicion TTL for the rfc policies, seconds.
-    #[arg(long = "suspicion-ttl", value_name = "SEC", allow_negative_numbers = true)]
-    suspicion_ttl: Option<f64>,
-    /// A master.yaml / master.json whose liveness keys the policies start from.
-    #[arg(long = "config", value_name = "FILE")]
-    config: Option<std::path::PathBuf>,
+    /// The configuration the policies start from, resolved as `config` resolves it (the active
+    /// TTL is also legacy's single `client_ttl`).
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Policies to run, comma-separated: legacy, legacy@30s, legacy@60s, rfc, rfc+brakes
     /// (default: all five).
     #[arg(long, value_name = "LIST")]
@@ -189,7 +184,8 @@ struct ReplayArgs {
     policy: mooncake_liveness::sim::ReplayPolicy,
 }
 
-/// Configuration sources, resolved by `mooncake_liveness::config::resolve`.
+/// Configuration sources, resolved by `mooncake_liveness::config::resolve`: the `config`
+/// subcommand's arguments, and `simulate`'s configuration.
 #[derive(Debug, clap::Args)]
 struct ConfigArgs {
     /// A master.yaml / master.json file.
@@ -199,10 +195,20 @@ struct ConfigArgs {
     #[arg(long = "client_ttl", value_name = "SEC", allow_negative_numbers = true)]
     client_ttl: Option<f64>,
     /// Active TTL, seconds.
-    #[arg(long = "client_active_ttl_sec", value_name = "SEC", allow_negative_numbers = true)]
+    #[arg(
+        long = "client_active_ttl_sec",
+        visible_alias = "active-ttl",
+        value_name = "SEC",
+        allow_negative_numbers = true
+    )]
     client_active_ttl_sec: Option<f64>,
     /// Suspicion TTL, seconds.
-    #[arg(long = "client_suspicion_ttl_sec", value_name = "SEC", allow_negative_numbers = true)]
+    #[arg(
+        long = "client_suspicion_ttl_sec",
+        visible_alias = "suspicion-ttl",
+        value_name = "SEC",
+        allow_negative_numbers = true
+    )]
     client_suspicion_ttl_sec: Option<f64>,
     /// Any other key, as KEY=VALUE (VALUE is JSON, or a plain string).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -210,8 +216,17 @@ struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    fn resolve(&self) -> Result<mooncake_liveness::config::Resolved, String> {
-        use mooncake_liveness::config::{resolve, CliOverrides, RawConfig};
+    /// The file (if any) and the command line, unresolved.
+    fn sources(
+        &self,
+    ) -> Result<
+        (
+            Option<mooncake_liveness::config::RawConfig>,
+            mooncake_liveness::config::CliOverrides,
+        ),
+        String,
+    > {
+        use mooncake_liveness::config::{CliOverrides, RawConfig};
         let file = match &self.file {
             Some(path) => Some(RawConfig::from_path(path).map_err(|e| e.to_string())?),
             None => None,
@@ -230,7 +245,23 @@ impl ConfigArgs {
             client_suspicion_ttl_sec: self.client_suspicion_ttl_sec,
             other,
         };
-        resolve(file.as_ref(), &cli).map_err(|e| e.to_string())
+        Ok((file, cli))
+    }
+
+    fn resolve(&self) -> Result<mooncake_liveness::config::Resolved, String> {
+        let (file, cli) = self.sources()?;
+        mooncake_liveness::config::resolve(file.as_ref(), &cli).map_err(|e| e.to_string())
+    }
+}
+
+/// Prints resolution's warnings (`warning: ...`) and its Mooncake-key summary (no prefix: not a
+/// warning) on standard error.
+fn print_notes(resolved: &mooncake_liveness::config::Resolved) {
+    for w in &resolved.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(summary) = resolved.mooncake_summary() {
+        eprintln!("{summary}");
     }
 }
 
@@ -370,9 +401,7 @@ fn install_prometheus() -> metrics_exporter_prometheus::PrometheusHandle {
 fn print_config(args: &ConfigArgs) -> ExitCode {
     match args.resolve() {
         Ok(resolved) => {
-            for w in &resolved.warnings {
-                eprintln!("warning: {w}");
-            }
+            print_notes(&resolved);
             match serde_json::to_string_pretty(&resolved.config) {
                 Ok(json) => {
                     println!("{json}");
@@ -402,21 +431,13 @@ fn simulate(args: &SimulateArgs) -> ExitCode {
 }
 
 fn simulate_options(args: &SimulateArgs) -> Result<mooncake_liveness::sim::fleet::SimOptions, String> {
-    use mooncake_liveness::config::RawConfig;
     use mooncake_liveness::sim::fleet::{parse_heartbeats, parse_policies, Scenario, SimOptions, Trouble};
     let scenario: Scenario = args.scenario.parse()?;
     let trouble = Trouble {
         master_pause_ticks_first: args.master_pause_ticks_first,
         ..scenario.trouble()
     };
-    let config = match &args.config {
-        Some(path) => {
-            let raw = RawConfig::from_path(path).map_err(|e| e.to_string())?;
-            let resolved = mooncake_liveness::LivenessConfig::from_raw(&raw).map_err(|e| e.to_string())?;
-            Some(resolved.config)
-        }
-        None => None,
-    };
+    let (config_file, config_flags) = args.config.sources()?;
     let heartbeats = match &args.heartbeats {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -428,9 +449,8 @@ fn simulate_options(args: &SimulateArgs) -> Result<mooncake_liveness::sim::fleet
         clients: args.clients,
         duration_s: args.duration,
         seed: args.seed,
-        active_ttl_s: args.active_ttl,
-        suspicion_ttl_s: args.suspicion_ttl,
-        config,
+        config_file,
+        config_flags,
         policies: args
             .policy
             .as_deref()
@@ -442,6 +462,7 @@ fn simulate_options(args: &SimulateArgs) -> Result<mooncake_liveness::sim::fleet
         ..SimOptions::default()
     };
     opts.validate()?;
+    print_notes(&opts.resolved_config().map_err(|e| e.to_string())?);
     Ok(opts)
 }
 

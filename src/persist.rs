@@ -1,6 +1,7 @@
 //! The liveness part of a snapshot: client incarnations, vacant ids and pending offboarding
 //! jobs, taken from and restored into a [`Liveness`] alone (no reference master). The master's
-//! snapshot uses the same two functions for its `clients` and `vacant` sections; an embedder
+//! snapshot uses the same two functions for its `clients` and `vacant` sections
+//! ([`client_sections`] with the jobs parked in the master; [`restore_clients`]); an embedder
 //! that keeps its own metadata (a C++ master through the C ABI) snapshots only these.
 //!
 //! What is kept and what is not follows invariant 19: liveness words and timers are
@@ -23,12 +24,15 @@ use std::collections::BTreeMap;
 /// The `clients` and `vacant` sections of a snapshot of `liveness`.
 ///
 /// An Offline record is listed with a job: the progress of the matching job in `jobs` if there
-/// is one (e.g. the jobs an executor handed back at shutdown), else "not started" — a lower
-/// bound, harmless because steps are idempotent.
-pub fn client_sections(liveness: &Liveness, jobs: &[ClientOffboardingJob]) -> (Vec<ClientSnap>, Vec<(u128, u64)>) {
+/// is one (e.g. the jobs an executor handed back at shutdown, or those parked in the master),
+/// else "not started", committed now — a lower bound, harmless because steps are idempotent.
+pub fn client_sections<'a>(
+    liveness: &Liveness,
+    jobs: impl IntoIterator<Item = &'a ClientOffboardingJob>,
+) -> (Vec<ClientSnap>, Vec<(u128, u64)>) {
     let progress: BTreeMap<(ClientId, Incarnation), &ClientOffboardingJob> =
-        jobs.iter().map(|j| ((j.client(), j.incarnation()), j)).collect();
-    let clients = liveness
+        jobs.into_iter().map(|j| ((j.client(), j.incarnation()), j)).collect();
+    let clients: Vec<ClientSnap> = liveness
         .registry()
         .records()
         .iter()
@@ -50,10 +54,16 @@ pub fn client_sections(liveness: &Liveness, jobs: &[ClientOffboardingJob]) -> (V
             }),
         })
         .collect();
+    // The records and the vacant slots are two reads of the registry, and a job's final
+    // compare-and-erase can vacate a client between them. Such a client was captured above
+    // Offline with its job (which the restoring side runs again), so its later vacant slot is
+    // dropped; keeping both made the snapshot unrestorable ("client listed twice"; found for the
+    // master by loom_tests/master_snapshot_vs_offboarding.rs).
     let vacant = liveness
         .registry()
         .vacant()
         .into_iter()
+        .filter(|(c, _)| !clients.iter().any(|k| k.id == c.0))
         .map(|(c, n)| (c.0, n.0))
         .collect();
     (clients, vacant)
@@ -112,7 +122,7 @@ pub fn restore_clients(
     let mut out = RestoredClients::default();
     // Restored jobs are stamped with the restoring process's clock, so job-age metrics stay on
     // one clock after failover.
-    let now = liveness.clock().base().now_ms();
+    let now = liveness.clock().base_now();
     for c in clients {
         let (rec, proof) = liveness
             .restore_incarnation(ClientId(c.id), Incarnation(c.incarnation), c.job.is_some())

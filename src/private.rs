@@ -6,9 +6,12 @@ pub use crate::liveness::word::{decide, Decision, Event};
 /// Thin wrappers over crate-private internals for the loom models in `loom_tests/`.
 ///
 /// They add no behaviour: each one calls exactly the code path the monitor or a signal path
-/// runs, so a model exercises the real CAS loops. An offboarding job can still be minted only by
+/// runs, so a model exercises the real CAS loops. Times are plain liveness-clock milliseconds
+/// (the models credit no stall, so their base and liveness times coincide; the wrappers say
+/// which clock each number is read as). An offboarding job can still be minted only by
 /// winning the Suspected → Offline CAS ([`loom::evaluate`] returns it inside [`loom::Eval::Offline`]).
 pub mod loom {
+    use crate::clock::{BaseMs, LivenessMs};
     use crate::liveness::record::Evaluation;
     use crate::liveness::{Applied, Change, ClientId, ClientLivenessRecord, Incarnation, Ttls, Word};
     use crate::offboarding::ClientOffboardingJob;
@@ -22,13 +25,13 @@ pub mod loom {
     /// A liveness signal on `rec` at liveness time `now_ms`: what Ping and a successful mount
     /// apply to the word.
     pub fn signal(rec: &ClientLivenessRecord, now_ms: u64, ttls: Ttls) -> Applied {
-        rec.signal(now_ms, ttls)
+        rec.signal(LivenessMs(now_ms), ttls)
     }
 
     /// A liveness signal on `rec` timed by `now`, which the CAS loop calls after each load of
     /// the word (the first load and every failed CAS): what Ping and a successful mount run.
     pub fn signal_at(rec: &ClientLivenessRecord, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
-        rec.signal_at(now, ttls)
+        rec.signal_at(|| LivenessMs(now()), ttls)
     }
 
     /// What one monitor evaluation of a record did (the crate-private `Evaluation`, made public).
@@ -61,15 +64,25 @@ pub mod loom {
     }
 
     /// The monitor's evaluation of `rec` at liveness time `now_ms` (`hold_offline` = the
-    /// mass-suspicion brake is engaged). A won Offline commit mints the job, as the monitor does.
+    /// mass-suspicion brake is engaged). A won Offline commit mints the job, as the monitor does,
+    /// stamped `now_ms` on the base clock (no stall credited: the same number).
     pub fn evaluate(rec: &Arc<ClientLivenessRecord>, now_ms: u64, ttls: Ttls, hold_offline: bool) -> Eval {
-        match rec.evaluate(now_ms, ttls, hold_offline) {
-            Evaluation::Wait(word) => Eval::Wait(word),
-            Evaluation::Suspected(from, to, change) => Eval::Suspected { from, to, change },
-            Evaluation::Offline(from, to, proof) => Eval::Offline {
+        match rec.evaluate(LivenessMs(now_ms), ttls, hold_offline) {
+            Evaluation::Wait { word } => Eval::Wait(word),
+            Evaluation::Suspected { from, to } => Eval::Suspected {
                 from,
                 to,
-                job: ClientOffboardingJob::from_commit(rec.clone(), proof, now_ms),
+                change: Change::Suspected,
+            },
+            Evaluation::Renewed { from, to } => Eval::Suspected {
+                from,
+                to,
+                change: Change::SuspicionRenewed,
+            },
+            Evaluation::Offline { from, to, proof } => Eval::Offline {
+                from,
+                to,
+                job: ClientOffboardingJob::from_commit(rec.clone(), proof, BaseMs(now_ms)),
             },
             Evaluation::Held => Eval::Held,
             Evaluation::Retired => Eval::Retired,

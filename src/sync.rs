@@ -248,6 +248,7 @@ pub(crate) fn unsync_load(a: &mut AtomicU64) -> u64 {
 /// over the heap one after another (the monitor's due entries): touching a few records ahead
 /// lets their cache misses overlap instead of adding up.
 #[inline(always)]
+#[allow(unsafe_code)] // the one `_mm_prefetch` (`SAFETY` below)
 pub(crate) fn prefetch<T>(r: &T) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists on every target

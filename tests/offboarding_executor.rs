@@ -375,18 +375,20 @@ fn a_retry_is_taken_when_the_clock_reaches_its_due_time_exactly() {
     assert!(exec.shutdown(Duration::ZERO).is_empty());
 }
 
-/// A job the rate limit held is parked for 10 ms before its bucket is checked again. At 30 000
-/// ms client 0 takes the only token and fails (retry due at +5 ms); client 1 finds the bucket
-/// empty (recheck due at +10 ms). With the clock moved to exactly +10 ms (the bucket refilled:
-/// 1 000 starts/s) both are due, and the retry table hands them over in due order: client 0's
-/// retry first. A recheck parked *earlier* than +10 ms would come first; one parked later would
-/// not be due.
+/// A job the rate limit held is parked until the bucket next holds a token (`schedule.rs`,
+/// rule 2; it was a fixed 10 ms before the executor and the inline driver shared one schedule).
+/// At 30 000 ms client 0 takes the only token and fails (retry due at +3 ms); client 1 finds the
+/// bucket empty (250 starts/s: the next token at +4 ms). With the clock moved to exactly +4 ms
+/// both are due, and the schedule hands them over in due order: client 0's retry first. A
+/// recheck parked earlier than the retry would come first; one parked later than the token
+/// would not be due.
 #[test]
-fn a_job_the_rate_limit_held_is_rechecked_10_ms_later() {
+fn a_job_the_rate_limit_held_is_rechecked_when_the_next_token_comes() {
     let (clock, live, jobs) = offline_jobs(2);
     let cfg = ExecutorConfig {
-        rate_per_sec: 1_000.0,
+        rate_per_sec: 250.0,
         burst: 1,
+        retry_backoff_ms: 3,
         ..one_worker_retrying_after_5_ms()
     };
     let (exec, completed) = spawn_recording(FailsClient0Once, live, cfg);
@@ -402,11 +404,11 @@ fn a_job_the_rate_limit_held_is_rechecked_10_ms_later() {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert!(completed.lock().unwrap().is_empty());
-    clock.set_ms(OFFLINE_AT_MS + 10);
+    clock.set_ms(OFFLINE_AT_MS + 4);
     assert_eq!(
         wait_for_completions(&completed, 2),
         [ClientId(0), ClientId(1)],
-        "the retry due at +5 ms runs before the recheck due at +10 ms"
+        "the retry due at +3 ms runs before the recheck due at the next token, +4 ms"
     );
     assert!(exec.shutdown(Duration::ZERO).is_empty());
 }

@@ -1,5 +1,6 @@
 //! The fleet simulator (`mooncake-liveness simulate`): qualitative results on small fleets.
 
+use mooncake_liveness::config::{CliOverrides, RawConfig};
 use mooncake_liveness::sim::fleet::{
     parse_heartbeats, parse_policies, run, sweep, write_outputs, FalseOffboardCauses, HeartbeatEvent, Policy,
     PolicyReport, Scenario, SimOptions, SimReport, Traffic, Trouble,
@@ -460,10 +461,24 @@ fn policies_have_names() {
 #[test]
 fn invalid_options_are_rejected() {
     let bad = SimOptions {
-        active_ttl_s: Some(-1.0),
+        config_flags: CliOverrides {
+            client_active_ttl_sec: Some(-1.0),
+            ..CliOverrides::default()
+        },
         ..SimOptions::default()
     };
-    assert!(bad.validate().unwrap_err().contains("active TTL"));
+    assert_eq!(
+        bad.validate().unwrap_err(),
+        "--client_active_ttl_sec must be > 0, got -1"
+    );
+    let typo = SimOptions {
+        config_file: Some(RawConfig::from_yaml_str("client_suspicion_ttl_sec: .nan").unwrap()),
+        ..SimOptions::default()
+    };
+    assert_eq!(
+        typo.validate().unwrap_err(),
+        "client_suspicion_ttl_sec must be a finite number, got NaN"
+    );
     assert!(SimOptions::default().validate().is_ok());
 }
 

@@ -19,7 +19,9 @@
 //!   `mlv_core_free` returns: a pending mount's commit or abort is an error that changes and
 //!   calls nothing (a commit racing with the free finishes before it returns or is inert;
 //!   `gate.rs`), a handle only reads its own record, and the core's threads are joined.
-//! - `unsafe` exists only in this crate, each block with a `SAFETY` comment.
+//! - Every `unsafe` block has a `SAFETY` comment. This crate is where the C ABI's `unsafe`
+//!   lives; the library denies `unsafe_code` except in its word slab, its `Owner` and a prefetch
+//!   hint (its crate documentation lists them).
 #![warn(missing_docs, unreachable_pub)]
 #![allow(clippy::missing_safety_doc)] // every `# Safety` section is written; clippy misses some forms
 

@@ -28,7 +28,7 @@ use crate::boundary::{invalid, Fail};
 use crate::gate::Gate;
 use crate::types::*;
 use mooncake_liveness::clock::{Clock, ManualClock, SystemClock};
-use mooncake_liveness::config::{resolve, CliOverrides, LivenessConfig, RawConfig};
+use mooncake_liveness::config::{keys, resolve, CliOverrides, LivenessConfig, RawConfig};
 use mooncake_liveness::monitor::{LivenessEvent, Monitor, MonitorThread, TickReport};
 use mooncake_liveness::offboarding::executor::{spawn_worker, Executor, ExecutorConfig, SharedSteps, WorkerBody};
 use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Progress, Step};
@@ -120,23 +120,27 @@ pub(crate) fn resolve_config(config: &MlvConfig, text: Option<&[u8]>) -> Result<
         }
         None => None,
     };
+    // Each field given (non-zero) is the command-line value of its key; durations go in as whole
+    // milliseconds whatever the key's unit (`RawConfig::set_ms`: no round trip through seconds).
     let mut cli = CliOverrides::default();
-    let secs = |ms: u64| (ms != 0).then(|| ms as f64 / 1000.0);
-    cli.client_active_ttl_sec = secs(config.active_ttl_ms);
-    cli.client_suspicion_ttl_sec = secs(config.suspicion_ttl_ms);
-    let mut set = |key: &str, v: u64| {
-        if v != 0 {
-            cli.other.set(key, v.into());
-        }
-    };
-    set("monitor_tick_ms", config.monitor_tick_ms);
-    set("offboarding_workers", u64::from(config.offboarding_workers));
-    set("offboarding_retry_backoff_ms", config.offboarding_retry_backoff_ms);
-    set(
-        "offboarding_retry_max_backoff_ms",
-        config.offboarding_retry_max_backoff_ms,
-    );
-    set("shutdown_drain_ms", config.shutdown_drain_ms);
+    let durations = [
+        (keys::CLIENT_ACTIVE_TTL_SEC, config.active_ttl_ms),
+        (keys::CLIENT_SUSPICION_TTL_SEC, config.suspicion_ttl_ms),
+        (keys::MONITOR_TICK_MS, config.monitor_tick_ms),
+        (keys::OFFBOARDING_RETRY_BACKOFF_MS, config.offboarding_retry_backoff_ms),
+        (
+            keys::OFFBOARDING_RETRY_MAX_BACKOFF_MS,
+            config.offboarding_retry_max_backoff_ms,
+        ),
+        (keys::SHUTDOWN_DRAIN_MS, config.shutdown_drain_ms),
+    ];
+    for (key, ms) in durations.into_iter().filter(|(_, ms)| *ms != 0) {
+        cli.other.set_ms(key, ms);
+    }
+    if config.offboarding_workers != 0 {
+        cli.other
+            .set(keys::OFFBOARDING_WORKERS, config.offboarding_workers.into());
+    }
     resolve(file.as_ref(), &cli)
         .map(|r| r.config)
         .map_err(|e| invalid(format!("configuration: {e}")))
@@ -308,6 +312,44 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The struct's durations reach the configuration exactly, in milliseconds, whatever the
+    /// key's unit (no round trip through fractional seconds), and the text is the file beneath.
+    #[test]
+    fn struct_durations_resolve_exactly_over_the_text() {
+        let given = MlvConfig {
+            active_ttl_ms: 1_234_567,
+            suspicion_ttl_ms: 1,
+            monitor_tick_ms: 7,
+            offboarding_workers: 3,
+            ..MlvConfig::default()
+        };
+        let text = b"client_active_ttl_sec: 99\nstall_bound_ms: 42\nrpc_port: 50051\n";
+        let c = resolve_config(&given, Some(text)).unwrap();
+        assert_eq!(
+            (c.active_ttl_ms, c.suspicion_ttl_ms, c.monitor_tick_ms),
+            (1_234_567, 1, 7)
+        );
+        assert_eq!(
+            (c.offboarding_workers, c.stall_bound_ms),
+            (3, 42),
+            "the text fills the rest"
+        );
+        let c = resolve_config(&MlvConfig::default(), None).unwrap();
+        assert_eq!(c, LivenessConfig::default(), "zero fields are not given");
+        let too_long = MlvConfig {
+            active_ttl_ms: mooncake_liveness::config::MAX_DURATION_MS + 1,
+            ..MlvConfig::default()
+        };
+        let Err(Fail(code, msg)) = resolve_config(&too_long, None) else {
+            panic!("an active TTL over 10 years was accepted")
+        };
+        assert_eq!(code, MLV_INVALID_PARAMS);
+        assert!(
+            msg.contains("client_active_ttl_sec") && msg.contains("315360000001 ms"),
+            "{msg}"
+        );
+    }
 
     /// Issue 29, defect 5 through the C ABI's constructor: the third of four workers cannot
     /// start; the two started are stopped and joined before the error comes back.

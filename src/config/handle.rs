@@ -12,13 +12,13 @@
 //! - **Who writes.** Only [`ConfigHandle::reload`], and only while holding `reload_lock`, a
 //!   `Mutex<()>` around the three stores: reloads are serialized, so the last reload to take
 //!   the lock writes all three last. Without it two racing reloads could interleave their
-//!   stores (atomics of one, cell of the other) and leave [`ConfigHandle::ttls_ms`] disagreeing
+//!   stores (atomics of one, cell of the other) and leave [`ConfigHandle::ttls`] disagreeing
 //!   with [`ConfigHandle::load`] until the next reload; `loom_tests/config_reload.rs` explores
 //!   that race and fails if the lock is removed.
 //! - **Who reads.** Anyone, without the lock: `load`/`snapshot` see the old or the new
-//!   configuration, never a mix (one `ArcCell` load). `ttls_ms` may, *while a reload runs*, pair
+//!   configuration, never a mix (one `ArcCell` load). `ttls` may, *while a reload runs*, pair
 //!   a new active TTL with an old suspicion TTL for that one decision; each is a valid TTL, so
-//!   no deadline is wrong. Once reloads are quiescent, `ttls_ms` equals the TTLs of `load`.
+//!   no deadline is wrong. Once reloads are quiescent, `ttls` equals the TTLs of `load`.
 //! - **Orderings.** The TTL atomics are `Relaxed`: each is a self-contained number and nothing
 //!   else is published through it. `lowest_*_ttl_ms` are only read-modify-written
 //!   (`fetch_min` by a reload, before its stores; `swap` by the monitor's tick, before it reads
@@ -37,7 +37,7 @@
 //! until the next signal or transition recomputes it.
 
 use super::error::ConfigError;
-use super::LivenessConfig;
+use super::{LivenessConfig, Ttls};
 use crate::sync::{ArcCell, ArcGuard, AtomicU64, CellArc, Mutex, Ordering};
 use std::fmt;
 use std::ops::Deref;
@@ -48,7 +48,7 @@ use std::ops::Deref;
 /// [`snapshot`](Self::snapshot) (an `Arc` to keep); [`reload`](Self::reload) validates a new
 /// configuration and publishes it atomically. Readers see the old or the new configuration,
 /// never a mix. Reloads are serialized by an internal lock (one writer at a time), so once
-/// reloads stop, the TTLs read by [`ttls_ms`](Self::ttls_ms) equal those of [`load`](Self::load);
+/// reloads stop, the TTLs read by [`ttls`](Self::ttls) equal those of [`load`](Self::load);
 /// readers never take that lock. The ground rules at the top of `config/handle.rs` give the
 /// writers, readers and orderings in full.
 #[derive(Debug)]
@@ -103,26 +103,26 @@ impl ConfigHandle {
         }
     }
 
-    /// The shortest (active, suspicion) TTLs any reload published since the last call
-    /// (`u64::MAX`: no reload since). The monitor calls it once per tick: a window started
-    /// between two ticks may use any TTL published in between, not only the one in force at
-    /// either tick.
-    pub(crate) fn take_lowest_ttls_ms(&self) -> (u64, u64) {
+    /// The shortest active and suspicion TTLs any reload published since the last call (a
+    /// field is `u64::MAX` when no reload published one since). The monitor calls it once per
+    /// tick: a window started between two ticks may use any TTL published in between, not only
+    /// the one in force at either tick.
+    pub(crate) fn take_lowest_ttls(&self) -> Ttls {
         // Relaxed: an RMW reads the latest value in the modification order (ground rules).
-        (
-            self.lowest_active_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
-            self.lowest_suspicion_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
-        )
+        Ttls {
+            active_ms: self.lowest_active_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
+            suspicion_ms: self.lowest_suspicion_ttl_ms.swap(u64::MAX, Ordering::Relaxed),
+        }
     }
 
-    /// The active and suspicion TTLs, ms: two loads (see the ground rules).
+    /// The active and suspicion TTLs: two loads (see the ground rules).
     #[inline]
-    pub fn ttls_ms(&self) -> (u64, u64) {
+    pub fn ttls(&self) -> Ttls {
         // Relaxed: the values are self-contained numbers; nothing else is published with them.
-        (
-            self.active_ttl_ms.load(Ordering::Relaxed),
-            self.suspicion_ttl_ms.load(Ordering::Relaxed),
-        )
+        Ttls {
+            active_ms: self.active_ttl_ms.load(Ordering::Relaxed),
+            suspicion_ms: self.suspicion_ttl_ms.load(Ordering::Relaxed),
+        }
     }
 
     /// The current configuration, lock-free.
@@ -197,8 +197,8 @@ mod tests {
             }
             let published = handle.load();
             assert_eq!(
-                handle.ttls_ms(),
-                (published.active_ttl_ms, published.suspicion_ttl_ms),
+                handle.ttls(),
+                published.ttls(),
                 "round {round}: the TTL cache disagrees with the published configuration"
             );
         }
@@ -212,22 +212,26 @@ mod tests {
             ..config_with_ttls(1_000, 1_000)
         };
         assert!(handle.reload(bad).is_err());
-        assert_eq!(handle.ttls_ms(), (7_000, 9_000));
+        assert_eq!(handle.ttls(), config_with_ttls(7_000, 9_000).ttls());
         assert_eq!(handle.load().active_ttl_ms, 7_000);
     }
 
     #[test]
     fn reloads_leave_their_lowest_ttls_until_taken_and_a_guard_shows_its_config() {
         let handle = ConfigHandle::new(config_with_ttls(7_000, 9_000));
-        assert_eq!(handle.take_lowest_ttls_ms(), (u64::MAX, u64::MAX), "no reload yet");
+        let none = Ttls {
+            active_ms: u64::MAX,
+            suspicion_ms: u64::MAX,
+        };
+        assert_eq!(handle.take_lowest_ttls(), none, "no reload yet");
         handle.reload(config_with_ttls(2_000, 5_000)).unwrap();
         handle.reload(config_with_ttls(4_000, 3_000)).unwrap();
-        assert_eq!(
-            handle.take_lowest_ttls_ms(),
-            (2_000, 3_000),
-            "the shortest of each since"
-        );
-        assert_eq!(handle.take_lowest_ttls_ms(), (u64::MAX, u64::MAX), "taken");
+        let lowest = Ttls {
+            active_ms: 2_000,
+            suspicion_ms: 3_000,
+        };
+        assert_eq!(handle.take_lowest_ttls(), lowest, "the shortest of each since");
+        assert_eq!(handle.take_lowest_ttls(), none, "taken");
         let shown = format!("{:?}", handle.load());
         assert!(
             shown.starts_with("ConfigGuard(LivenessConfig {") && shown.contains("4000"),

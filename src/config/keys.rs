@@ -39,3 +39,27 @@ pub const MASS_SUSPICION_MIN_CLIENTS: &str = "mass_suspicion_min_clients";
 pub const MASS_SUSPICION_FRACTION: &str = "mass_suspicion_fraction";
 /// Shutdown drain bound, ms.
 pub const SHUTDOWN_DRAIN_MS: &str = "shutdown_drain_ms";
+
+/// Every key above, in the order of the key table. Resolution reads exactly these; a key of a
+/// source that is none of them is one of Mooncake's own ([`super::MOONCAKE_MASTER_KEYS`]) or
+/// unknown (warned about, with the nearest of these suggested for a near miss).
+pub const ALL: [&str; 18] = [
+    CLIENT_ACTIVE_TTL_SEC,
+    CLIENT_LIVE_TTL_SEC,
+    CLIENT_TTL,
+    CLIENT_SUSPICION_TTL_SEC,
+    MONITOR_TICK_MS,
+    STALL_BOUND_MS,
+    STALL_BRAKE,
+    OFFBOARDING_MODE,
+    OFFBOARDING_WORKERS,
+    OFFBOARDING_BATCH_SIZE,
+    OFFBOARDING_RETRY_BACKOFF_MS,
+    OFFBOARDING_RETRY_MAX_BACKOFF_MS,
+    OFFBOARDING_RATE_PER_SEC,
+    OFFBOARDING_BURST,
+    MASS_SUSPICION_BRAKE,
+    MASS_SUSPICION_MIN_CLIENTS,
+    MASS_SUSPICION_FRACTION,
+    SHUTDOWN_DRAIN_MS,
+];

@@ -10,7 +10,7 @@
 //! |---|---|---|---|
 //! | `client_active_ttl_sec` | seconds (integer or fractional) | `10` | Silence after which an Active client becomes Suspected. Legacy aliases: `client_live_ttl_sec` (file), `--client_ttl` (command line). |
 //! | `client_live_ttl_sec` | seconds | — | Legacy name of `client_active_ttl_sec`, read when the canonical key is absent from the same source. |
-//! | `client_ttl` | seconds | — | Legacy command-line name of `client_active_ttl_sec` (`--client_ttl`); in a file it is an unknown key (rule 2). |
+//! | `client_ttl` | seconds | — | Legacy command-line name of `client_active_ttl_sec` (`--client_ttl`); in a file it is ignored with a warning (rule 2). |
 //! | `client_suspicion_ttl_sec` | seconds (integer or fractional) | `20`, or the resolved active TTL (rule 3) | Time a client stays Suspected, counted from the tick that committed Suspected, before it goes Offline and is offboarded. |
 //! | `monitor_tick_ms` | ms | `100` | Period of the liveness monitor; transitions commit on ticks. |
 //! | `stall_bound_ms` | ms | active TTL / 2 (at least 1) | A monitor tick running later than this is a master stall. |
@@ -48,15 +48,22 @@
 //!    file legacy, else 10 s. Within one source canonical beats legacy; when both are present
 //!    with different values, a warning names both keys and values (one check for the file, one
 //!    for the command line). A command-line value that overrides a different file value is
-//!    warned about too. Legacy names: `client_live_ttl_sec` in a file (`client_ttl` there is an
-//!    unknown key); `--client_ttl` on the command line, where `client_live_ttl_sec` is also
-//!    read (after `client_ttl`) if the binary passes it in [`CliOverrides::other`].
+//!    warned about too. Legacy names: `client_live_ttl_sec` in a file (`client_ttl` there is
+//!    ignored with a warning naming the file's key; upstream's file loader does not read it
+//!    either); `--client_ttl` on the command line, where `client_live_ttl_sec` is also read
+//!    (after `client_ttl`) if the binary passes it in [`CliOverrides::other`].
 //! 3. Suspicion TTL = command line, else file, else — if any active or legacy value was given
 //!    anywhere — the resolved active TTL, else 20 s.
 //! 4. The command line beats the file for every other key too (with a warning when the values
 //!    differ).
-//! 5. Unknown keys are ignored, each with the warning `unknown key ignored: <key>`: Mooncake's
-//!    `master.yaml` / `master.json` carry many unrelated keys (`rpc_port`, `enable_ha`, ...).
+//! 5. Keys that are not ours are ignored, in two kinds. Mooncake's own master keys
+//!    ([`MOONCAKE_MASTER_KEYS`]: the flags of the real `mooncake_master`, 0.3.13.post1 and
+//!    0.3.14; `rpc_port`, `enable_ha`, ...) are what a `master.yaml` / `master.json` mostly
+//!    holds: they are known, listed in [`Resolved::mooncake_keys`] and summarised in one line
+//!    ([`Resolved::mooncake_summary`], logged with `tracing::info!`), never warned about. Any
+//!    other key is unknown: `unknown key ignored: <key>`, followed by
+//!    `(did you mean <ours>?)` when it is a near miss of one of our keys (a few edits away,
+//!    ASCII case and `-`/`_` aside: `client_actve_ttl_sec`).
 //! 6. `stall_bound_ms`, unless given, is half the *resolved* active TTL (at least 1 ms).
 //!
 //! Warnings are returned in [`Resolved::warnings`] and also logged with `tracing::warn!`.
@@ -78,9 +85,10 @@
 //! |---|---|
 //! | `mod.rs` | this documentation, [`LivenessConfig`] and its defaults, the re-exports |
 //! | `keys.rs` | the key names ([`keys`]); a test checks the table above lists exactly them |
+//! | `mooncake.rs` | Mooncake's own master keys ([`MOONCAKE_MASTER_KEYS`]), and where the list comes from |
 //! | `error.rs` | [`ConfigError`] |
 //! | `source.rs` | reading one source: JSON/YAML text or files, the command line ([`RawConfig`], [`CliOverrides`]) |
-//! | `resolve.rs` | precedence, legacy aliases, the inherited suspicion TTL, warnings ([`resolve`]) |
+//! | `resolve.rs` | precedence, legacy aliases, the inherited suspicion TTL, warnings and suggestions, the Mooncake-key summary ([`resolve`]) |
 //! | `parse.rs` | one value of one key → its typed value, and how values are shown in messages |
 //! | `validate.rs` | [`LivenessConfig::validate`] and the range checks it shares with `parse.rs` |
 //! | `handle.rs` | [`ConfigHandle`]: hot reload, with its ground rules |
@@ -96,6 +104,7 @@ pub mod keys;
 
 mod error;
 mod handle;
+mod mooncake;
 mod parse;
 mod resolve;
 mod source;
@@ -103,6 +112,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use handle::{ConfigGuard, ConfigHandle};
+pub use mooncake::MOONCAKE_MASTER_KEYS;
 pub use resolve::{resolve, Resolved};
 pub use source::{CliOverrides, RawConfig};
 
@@ -156,6 +166,17 @@ pub struct LivenessConfig {
     pub shutdown_drain_ms: u64,
 }
 
+/// The two TTLs a liveness decision needs, ms (durations, on the liveness clock): what
+/// [`ConfigHandle::ttls`] hands the signal paths and the monitor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ttls {
+    /// Active → Suspected after this long without a signal (`client_active_ttl_sec`).
+    pub active_ms: u64,
+    /// Suspected → Offline after this long since the committed suspicion
+    /// (`client_suspicion_ttl_sec`).
+    pub suspicion_ms: u64,
+}
+
 /// Where offboarding jobs run (`offboarding_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -190,6 +211,14 @@ impl Default for LivenessConfig {
 }
 
 impl LivenessConfig {
+    /// The two TTLs.
+    pub fn ttls(&self) -> Ttls {
+        Ttls {
+            active_ms: self.active_ttl_ms,
+            suspicion_ms: self.suspicion_ttl_ms,
+        }
+    }
+
     /// Resolves one source with no command line: `resolve(Some(raw), &CliOverrides::default())`.
     pub fn from_raw(raw: &RawConfig) -> Result<Resolved, ConfigError> {
         resolve(Some(raw), &CliOverrides::default())
@@ -219,5 +248,7 @@ mod tests {
             .collect();
         assert_eq!(documented, constants, "doc table (left) vs keys::* (right)");
         assert_eq!(constants.len(), 18, "{constants:?}");
+        let all: BTreeSet<&str> = super::keys::ALL.into_iter().collect();
+        assert_eq!(all, constants, "keys::ALL lists every key constant");
     }
 }

@@ -29,6 +29,7 @@ pub(super) fn show_value(v: &RawValue) -> String {
     match v {
         RawValue::Json(j) => truncate(&j.to_string()),
         RawValue::NonFinite(f) => f.to_string(),
+        RawValue::Millis(ms) => format!("{ms} ms"),
     }
 }
 
@@ -50,7 +51,18 @@ fn number(v: &RawValue) -> Option<Num> {
                 n.as_f64().map(Num::Float)
             }
         }
-        RawValue::Json(_) => None,
+        RawValue::Json(_) | RawValue::Millis(_) => None,
+    }
+}
+
+/// A duration given in milliseconds ([`RawConfig::set_ms`](super::RawConfig::set_ms)), in
+/// [1, MAX_DURATION_MS]; `None` for any other value.
+fn given_ms(key: &str, v: &RawValue, shown: &str) -> Option<Result<u64, ConfigError>> {
+    match v {
+        RawValue::Millis(ms) => {
+            Some(check_whole(key, u128::from(*ms), Some(MAX_DURATION_MS), DURATION_BOUND, shown).map(|()| *ms))
+        }
+        _ => None,
     }
 }
 
@@ -71,6 +83,9 @@ pub(super) fn parse_secs(key: &str, v: &RawValue, shown: &str) -> Result<u64, Co
             shown,
         )
     };
+    if let Some(ms) = given_ms(key, v, shown) {
+        return ms;
+    }
     let ms = match number(v).ok_or_else(|| wrong_type(key, "a number of seconds", shown))? {
         Num::Int(s) if s <= 0 => return Err(non_positive(key, shown)),
         Num::Int(s) => s.checked_mul(1000).ok_or_else(too_large)?,
@@ -108,6 +123,9 @@ fn parse_whole(key: &str, v: &RawValue, shown: &str, expected: &'static str) -> 
 }
 
 pub(super) fn parse_ms(key: &str, v: &RawValue, shown: &str) -> Result<u64, ConfigError> {
+    if let Some(ms) = given_ms(key, v, shown) {
+        return ms;
+    }
     let n = parse_whole(key, v, shown, "a whole number of milliseconds")?;
     check_whole(key, n, Some(MAX_DURATION_MS), DURATION_BOUND, shown)?;
     Ok(u64::try_from(n).unwrap_or(MAX_DURATION_MS)) // n <= MAX_DURATION_MS: always Ok
@@ -225,6 +243,25 @@ mod tests {
             assert!(matches!(err, ConfigError::NotFinite { .. }), "{err:?}");
             assert_eq!(err.to_string(), format!("k must be a finite number, got {shown}"));
         }
+    }
+
+    #[test]
+    fn milliseconds_given_as_such_are_exact_for_either_unit() {
+        let parse = |f: fn(&str, &RawValue, &str) -> Result<u64, ConfigError>, ms: u64| {
+            let raw = RawValue::Millis(ms);
+            f("k", &raw, &show_value(&raw))
+        };
+        for f in [parse_secs, parse_ms] {
+            assert_eq!(parse(f, 1).unwrap(), 1);
+            assert_eq!(parse(f, 1_234_567).unwrap(), 1_234_567);
+            assert_eq!(parse(f, MAX_DURATION_MS).unwrap(), MAX_DURATION_MS);
+            assert_eq!(parse(f, 0).unwrap_err().to_string(), "k must be > 0, got 0 ms");
+            let over = parse(f, MAX_DURATION_MS + 1).unwrap_err().to_string();
+            assert!(over.starts_with("k must be at most 315360000000 ms"), "{over}");
+        }
+        let raw = RawValue::Millis(5);
+        let err = parse_count("k", &raw, &show_value(&raw)).unwrap_err().to_string();
+        assert_eq!(err, "k must be a whole number, got 5 ms", "not a duration key");
     }
 
     #[test]

@@ -2,17 +2,21 @@
 //! rules in the [module documentation](super#resolution): precedence, legacy aliases, the
 //! inherited suspicion TTL, and the warnings for conflicts, overrides and unknown keys.
 //!
-//! What this file owns: which source wins and what is warned about. Each value's parsing and
-//! range check is `parse.rs`'s; the cross-field checks are [`LivenessConfig::validate`].
+//! What this file owns: which source wins and what is warned about, and how a key none of ours
+//! is told apart: one of Mooncake's master keys (`mooncake.rs`; summarised, not warned about)
+//! or unknown (warned about, with the nearest of ours for a near miss). Each value's parsing
+//! and range check is `parse.rs`'s; the cross-field checks are [`LivenessConfig::validate`].
 
 use super::error::ConfigError;
 use super::keys;
+use super::mooncake::MOONCAKE_MASTER_KEYS;
 use super::parse::{
     parse_bool, parse_count, parse_count_u64, parse_fraction, parse_mode, parse_ms, parse_rate, parse_secs, show_value,
     truncate,
 };
 use super::source::{CliOverrides, RawConfig, RawValue};
 use super::{LivenessConfig, OffboardingMode, DEFAULT_ACTIVE_TTL_MS, DEFAULT_SUSPICION_TTL_MS};
+use std::collections::BTreeSet;
 
 /// A resolved configuration and the warnings resolution produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,17 +26,38 @@ pub struct Resolved {
     /// Human-readable warnings (conflicting aliases, overrides, unknown keys), in the order
     /// they were found; each was also logged with `tracing::warn!`.
     pub warnings: Vec<String>,
+    /// Mooncake's own master keys the sources carried ([`MOONCAKE_MASTER_KEYS`](super::MOONCAKE_MASTER_KEYS)):
+    /// known, not used by the liveness core, not warned about. Sorted, each once.
+    pub mooncake_keys: Vec<String>,
+}
+
+impl Resolved {
+    /// One line naming the Mooncake master keys the sources carried, or `None` when there were
+    /// none: `13 Mooncake master keys not used by the liveness core: cluster_id, ...`.
+    pub fn mooncake_summary(&self) -> Option<String> {
+        let n = self.mooncake_keys.len();
+        let keys = match n {
+            0 => return None,
+            1 => "key",
+            _ => "keys",
+        };
+        Some(format!(
+            "{n} Mooncake master {keys} not used by the liveness core: {}",
+            self.mooncake_keys.join(", ")
+        ))
+    }
 }
 
 /// Resolves the file (if any) and the command line into a validated [`LivenessConfig`], by the
 /// rules in the [module documentation](super#resolution).
 pub fn resolve(file: Option<&RawConfig>, cli: &CliOverrides) -> Result<Resolved, ConfigError> {
     let mut warnings = Warnings::default();
+    let mut mooncake = BTreeSet::new();
     let file = match file {
-        Some(raw) => parse_source(raw, Source::File, &mut warnings)?,
+        Some(raw) => parse_source(raw, Source::File, &mut warnings, &mut mooncake)?,
         None => Partial::default(),
     };
-    let cli = parse_source(&cli.to_raw(), Source::Cli, &mut warnings)?;
+    let cli = parse_source(&cli.to_raw(), Source::Cli, &mut warnings, &mut mooncake)?;
 
     let file_active = choose_within(file.active, Source::File, &mut warnings);
     let cli_active = choose_within(cli.active, Source::Cli, &mut warnings);
@@ -71,10 +96,15 @@ pub fn resolve(file: Option<&RawConfig>, cli: &CliOverrides) -> Result<Resolved,
         shutdown_drain_ms: merge(cli.shutdown_drain_ms, file.shutdown_drain_ms, w).unwrap_or(d.shutdown_drain_ms),
     };
     config.validate()?;
-    Ok(Resolved {
+    let resolved = Resolved {
         config,
         warnings: warnings.0,
-    })
+        mooncake_keys: mooncake.into_iter().collect(),
+    };
+    if let Some(summary) = resolved.mooncake_summary() {
+        tracing::info!("{}", summary);
+    }
+    Ok(resolved)
 }
 
 /// Collects warnings and logs each one as it is found.
@@ -152,8 +182,14 @@ struct Partial {
     shutdown_drain_ms: Option<Given<u64>>,
 }
 
-/// Parses and validates every known key of one source; warns about the unknown ones.
-fn parse_source(raw: &RawConfig, source: Source, warnings: &mut Warnings) -> Result<Partial, ConfigError> {
+/// Parses and validates every key of ours in one source; collects Mooncake's own keys into
+/// `mooncake` and warns about the unknown ones.
+fn parse_source(
+    raw: &RawConfig,
+    source: Source,
+    warnings: &mut Warnings,
+    mooncake: &mut BTreeSet<String>,
+) -> Result<Partial, ConfigError> {
     let mut p = Partial::default();
     let mut ranked = Vec::new();
     for (key, value) in &raw.map {
@@ -178,12 +214,48 @@ fn parse_source(raw: &RawConfig, source: Source, warnings: &mut Warnings) -> Res
             keys::MASS_SUSPICION_MIN_CLIENTS => p.mass_min_clients = Some(given(k, value, parse_count)?),
             keys::MASS_SUSPICION_FRACTION => p.mass_fraction = Some(given(k, value, parse_fraction)?),
             keys::SHUTDOWN_DRAIN_MS => p.shutdown_drain_ms = Some(given(k, value, parse_ms)?),
-            _ => warnings.push(format!("unknown key ignored: {k}")),
+            other if MOONCAKE_MASTER_KEYS.binary_search(&other).is_ok() && other != keys::CLIENT_TTL => {
+                mooncake.insert(other.to_owned());
+            }
+            other => warnings.push(unknown_key(other, source)),
         }
     }
     ranked.sort_by_key(|(rank, _)| *rank);
     p.active = ranked.into_iter().map(|(_, g)| g).collect();
     Ok(p)
+}
+
+/// The warning for a key that is neither ours (in this source) nor Mooncake's: it is ignored,
+/// and a near miss of one of ours is told which.
+fn unknown_key(key: &str, source: Source) -> String {
+    if key == keys::CLIENT_TTL {
+        // Ours and Mooncake's flag, but a command-line name only: upstream's file loader does not
+        // read it either.
+        return format!(
+            "{key} in a config file is ignored: it is the command-line name of the active TTL \
+             (--{key}); the file's key is {}",
+            keys::CLIENT_ACTIVE_TTL_SEC
+        );
+    }
+    let shown = source.show_key(key);
+    match nearest_key(key, source) {
+        Some(near) => format!("unknown key ignored: {shown} (did you mean {}?)", source.show_key(near)),
+        None => format!("unknown key ignored: {shown}"),
+    }
+}
+
+/// The key of ours closest to `key` (Damerau–Levenshtein distance over ASCII-lowercased names
+/// with `-` read as `_`), if it is a near miss: at most 3 edits and at most one per 4
+/// characters of the key of ours. `client_ttl` is a candidate on the command line only.
+fn nearest_key(key: &str, source: Source) -> Option<&'static str> {
+    let typed = key.to_ascii_lowercase().replace('-', "_");
+    keys::ALL
+        .into_iter()
+        .filter(|k| source == Source::Cli || *k != keys::CLIENT_TTL)
+        .map(|k| (strsim::damerau_levenshtein(&typed, k), k))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, k)| *d <= 3 && d * 4 <= k.len())
+        .map(|(_, k)| k)
 }
 
 fn given<T>(
@@ -260,7 +332,15 @@ mod tests {
         let file = RawConfig::from_json_str(r#"{"client_ttl": 60}"#).unwrap();
         let r = LivenessConfig::from_raw(&file).unwrap();
         assert_eq!(r.config.active_ttl_ms, DEFAULT_ACTIVE_TTL_MS);
-        assert_eq!(r.warnings, vec!["unknown key ignored: client_ttl".to_owned()]);
+        assert_eq!(
+            r.warnings,
+            vec![
+                "client_ttl in a config file is ignored: it is the command-line name of the active TTL \
+                 (--client_ttl); the file's key is client_active_ttl_sec"
+                    .to_owned()
+            ]
+        );
+        assert!(r.mooncake_keys.is_empty(), "ours, misplaced: not one of Mooncake's");
         // On the command line, client_ttl beats client_live_ttl_sec.
         let mut other = RawConfig::new();
         other.set(keys::CLIENT_LIVE_TTL_SEC, json!(70));
@@ -273,6 +353,80 @@ mod tests {
         assert_eq!((r.config.active_ttl_ms, r.config.suspicion_ttl_ms), (60_000, 60_000));
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
         assert!(r.warnings[0].contains("--client_ttl=60") && r.warnings[0].contains("--client_live_ttl_sec=70"));
+    }
+
+    #[test]
+    fn mooncake_keys_are_summarised_and_unknown_ones_warned_about() {
+        let file = RawConfig::from_yaml_str("rpc_port: 50051\nenable_ha: false\nrpc_port_x: 1\nmonitor_tick_ms: 50\n")
+            .unwrap();
+        let mut other = RawConfig::new();
+        other.set("etcd_endpoints", json!("http://e:2379"));
+        other.set("rpc_port", json!(1));
+        let cli = CliOverrides {
+            other,
+            ..Default::default()
+        };
+        let r = resolve(Some(&file), &cli).unwrap();
+        assert_eq!(r.config.monitor_tick_ms, 50);
+        assert_eq!(
+            r.mooncake_keys,
+            ["enable_ha", "etcd_endpoints", "rpc_port"],
+            "both sources, each once"
+        );
+        assert_eq!(r.warnings, ["unknown key ignored: rpc_port_x"]);
+        assert_eq!(
+            r.mooncake_summary().unwrap(),
+            "3 Mooncake master keys not used by the liveness core: enable_ha, etcd_endpoints, rpc_port"
+        );
+        let one = LivenessConfig::from_raw(&RawConfig::from_yaml_str("rpc_port: 1").unwrap()).unwrap();
+        assert_eq!(
+            one.mooncake_summary().unwrap(),
+            "1 Mooncake master key not used by the liveness core: rpc_port"
+        );
+        assert_eq!(
+            LivenessConfig::from_raw(&RawConfig::new()).unwrap().mooncake_summary(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_near_miss_of_ours_gets_the_nearest_key() {
+        let cases = [
+            ("client_actve_ttl_sec", Some("client_active_ttl_sec")),
+            ("client_active_ttl_secs", Some("client_active_ttl_sec")),
+            ("Client-Suspicion-TTL-Sec", Some("client_suspicion_ttl_sec")),
+            ("monitor_tick", Some("monitor_tick_ms")),
+            ("stall_brkae", Some("stall_brake")),
+            ("offboarding_worker", Some("offboarding_workers")),
+            ("client_tll", None), // a command-line name: no suggestion in a file
+            ("brake", None),
+            ("totally_unrelated", None),
+        ];
+        for (typed, want) in cases {
+            assert_eq!(nearest_key(typed, Source::File), want, "{typed}");
+        }
+        assert_eq!(nearest_key("client_tll", Source::Cli), Some("client_ttl"));
+        let raw = RawConfig::from_yaml_str("client_actve_ttl_sec: 30").unwrap();
+        let r = LivenessConfig::from_raw(&raw).unwrap();
+        assert_eq!(r.config.active_ttl_ms, DEFAULT_ACTIVE_TTL_MS, "ignored");
+        assert_eq!(
+            r.warnings,
+            ["unknown key ignored: client_actve_ttl_sec (did you mean client_active_ttl_sec?)"]
+        );
+        let mut other = RawConfig::new();
+        other.set("monitor_tik_ms", json!(5));
+        let r = resolve(
+            None,
+            &CliOverrides {
+                other,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            r.warnings,
+            ["unknown key ignored: --monitor_tik_ms (did you mean --monitor_tick_ms?)"]
+        );
     }
 
     #[test]

@@ -16,6 +16,9 @@ use std::path::Path;
 pub(super) enum RawValue {
     Json(Value),
     NonFinite(f64),
+    /// A duration an embedder gave in whole milliseconds ([`RawConfig::set_ms`]), whatever the
+    /// key's unit: no round trip through fractional seconds.
+    Millis(u64),
 }
 
 /// Raw values as they appear in one source (a file, a trace's `config` object, or the command
@@ -96,7 +99,17 @@ impl RawConfig {
         self.map.remove(key).map(|raw| match raw {
             RawValue::Json(v) => v,
             RawValue::NonFinite(f) => Value::String(f.to_string()),
+            // Set by `set_ms` only (embedders' duration keys): whole milliseconds.
+            RawValue::Millis(ms) => Value::from(ms),
         })
+    }
+
+    /// Sets a duration key from whole milliseconds, whatever unit the key is written in: a
+    /// seconds key (`client_active_ttl_sec`, ...) takes `ms` exactly, with no round trip through
+    /// fractional seconds. For embedders whose durations are milliseconds already (the C ABI).
+    /// A key that is not a duration refuses the value as the wrong type at resolution.
+    pub fn set_ms(&mut self, key: &str, ms: u64) {
+        self.map.insert(key.to_owned(), RawValue::Millis(ms));
     }
 
     /// Whether `key` is present.

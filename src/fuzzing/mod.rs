@@ -3,6 +3,7 @@
 //! random bytes through every one of them, so `cargo test --features fuzzing` exercises them all.
 #![forbid(unsafe_code)]
 
+use crate::clock::LivenessMs;
 use crate::liveness::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -38,7 +39,7 @@ pub fn word_transitions(data: &[u8]) {
         suspicion_ms: suspicion,
     };
     let mut now = 0u64;
-    let mut word = Word::first(now, active);
+    let mut word = Word::first(LivenessMs(now), active);
     let (mut last_signal, mut suspected_at) = (now, None::<u64>);
     // `arbitrary` keeps producing defaults from exhausted input: stop when the bytes run out.
     while !u.is_empty() {
@@ -53,7 +54,7 @@ pub fn word_transitions(data: &[u8]) {
         };
         now += u64::from(dt);
         let before = word.state();
-        match decide(word, ev, now, ttls) {
+        match decide(word, ev, LivenessMs(now), ttls) {
             Decision::Commit { next, change } => {
                 check_commit(before, next, change, now, ttls, last_signal, suspected_at);
                 match change {
@@ -63,10 +64,13 @@ pub fn word_transitions(data: &[u8]) {
                 }
                 word = next;
             }
-            Decision::Wait { deadline_ms } => {
+            Decision::Wait { deadline } => {
                 // A renewal only concerns Suspected words; it leaves an Active one to the monitor.
                 let renewal_of_active = ev == Event::RenewSuspicion && before == LivenessState::Active;
-                assert!(now < deadline_ms || renewal_of_active, "waiting past a due deadline")
+                assert!(
+                    LivenessMs(now) < deadline || renewal_of_active,
+                    "waiting past a due deadline"
+                )
             }
             Decision::Held => assert_eq!(before, LivenessState::Suspected),
             Decision::RefuseOffline | Decision::Retire => {

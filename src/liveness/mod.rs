@@ -207,13 +207,9 @@ impl Liveness {
         &self.registry
     }
 
-    /// The TTLs in force now.
+    /// The TTLs in force now ([`ConfigHandle::ttls`]: two loads).
     pub fn ttls(&self) -> Ttls {
-        let (active_ms, suspicion_ms) = self.config.ttls_ms();
-        Ttls {
-            active_ms,
-            suspicion_ms,
-        }
+        self.config.ttls()
     }
 
     /// Ping: refresh, or recover then answer by readiness; `NEED_REMOUNT` for unknown, Offline
@@ -231,7 +227,7 @@ impl Liveness {
             if token.is_some_and(|t| t != rec.incarnation()) {
                 return need_remount;
             }
-            match rec.signal_at(|| self.clock.now_ms(), ttls) {
+            match rec.signal_at(|| self.clock.now(), ttls) {
                 Applied::Offline => need_remount,
                 applied => PingOutcome {
                     status: if rec.is_ready() {
@@ -260,7 +256,8 @@ impl Liveness {
                     from: from.state(),
                     to: to.state(),
                     cause,
-                    at_ms: self.clock.base().now_ms(),
+                    // Event times are the base clock's (deadlines the liveness clock's).
+                    at_ms: self.clock.base_now().0,
                 };
                 tracing::info!(client = %t.client, incarnation = t.incarnation.0, cause = ?cause, at_ms = t.at_ms,
                     "liveness transition: Suspected -> Active (recovered)");
@@ -325,7 +322,7 @@ impl Liveness {
         incarnation: Incarnation,
         offboarding: bool,
     ) -> Option<(Arc<ClientLivenessRecord>, Option<record::OfflineCommitted>)> {
-        let now = self.clock.now_ms();
+        let now = self.clock.now();
         let ttls = self.ttls();
         let word = if offboarding {
             // Suspected and due: the evaluation below commits Offline.
@@ -340,7 +337,7 @@ impl Liveness {
             return Some((rec, None));
         }
         match rec.evaluate(now, ttls, false) {
-            record::Evaluation::Offline(_, _, proof) => Some((rec, Some(proof))),
+            record::Evaluation::Offline { proof, .. } => Some((rec, Some(proof))),
             _ => None,
         }
     }
@@ -387,7 +384,7 @@ impl Liveness {
 impl fmt::Debug for Liveness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Liveness")
-            .field("now_ms", &self.clock.now_ms())
+            .field("now_ms", &self.clock.now().0)
             .field("registry", &self.registry)
             .finish()
     }

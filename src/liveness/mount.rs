@@ -103,7 +103,7 @@ impl Liveness {
             // honoured (`INVALID_PARAMS` from the master) rather than reusing a number.
             return Err(MountRefused::StaleToken);
         };
-        let now = self.clock.now_ms();
+        let now = self.clock.now();
         let record = Arc::new(ClientLivenessRecord::new(
             client,
             incarnation,
@@ -121,7 +121,7 @@ impl Liveness {
     pub fn commit_mount(&self, pending: PendingMount) -> Result<MountCommitted, LostReason> {
         let PendingMount { record, publish_over } = pending;
         let Some(last) = publish_over else {
-            return match record.signal_at(|| self.clock.now_ms(), self.ttls()) {
+            return match record.signal_at(|| self.clock.now(), self.ttls()) {
                 Applied::Offline => Err(LostReason::WentOffline),
                 applied => Ok(MountCommitted {
                     recovered: self.recovery(&record, &applied, Cause::RecoveredByMount),
@@ -131,7 +131,7 @@ impl Liveness {
             };
         };
         // The first signal is the mount itself; refresh it to the time the work finished.
-        record.signal_at(|| self.clock.now_ms(), self.ttls());
+        record.signal_at(|| self.clock.now(), self.ttls());
         match self.registry.publish(record.clone(), last) {
             Ok(()) => {
                 self.inbox

@@ -41,6 +41,7 @@ use std::fmt;
 use std::ops::Deref;
 
 #[cfg(not(loom))]
+#[allow(unsafe_code)] // the record's strong count, owned through the tag's raw pointer (`SAFETY` at each)
 mod repr {
     use super::*;
     use crate::liveness::slab::WordRef;
@@ -227,6 +228,7 @@ impl fmt::Debug for Owner {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::clock::LivenessMs;
     use crate::liveness::word::{LivenessState, Seq, Ttls};
     use crate::liveness::{ClientId, Incarnation};
 
@@ -240,17 +242,17 @@ mod tests {
         let rec = Arc::new(ClientLivenessRecord::new(
             ClientId(3),
             Incarnation(2),
-            0,
+            LivenessMs(0),
             TTLS.active_ms,
         ));
         let owner = Owner::new(Arc::clone(&rec));
         let copy = owner.clone();
         assert!(owner.is_serving() && owner.should_retain());
         assert_eq!(owner.word(), rec.word());
-        let _ = rec.evaluate(1_000, TTLS, false);
+        let _ = rec.evaluate(LivenessMs(1_000), TTLS, false);
         assert_eq!(rec.state(), LivenessState::Suspected);
         assert!(!owner.is_serving() && owner.should_retain() && !copy.is_serving());
-        let _ = rec.evaluate(3_000, TTLS, false);
+        let _ = rec.evaluate(LivenessMs(3_000), TTLS, false);
         assert!(!owner.should_retain() && !copy.should_retain());
         assert_eq!(owner.word(), rec.word());
         assert_eq!((owner.client(), owner.incarnation()), (ClientId(3), Incarnation(2)));
@@ -267,7 +269,7 @@ mod tests {
         let rec = Arc::new(ClientLivenessRecord::new(
             ClientId(4),
             Incarnation(1),
-            0,
+            LivenessMs(0),
             TTLS.active_ms,
         ));
         let weak = Arc::downgrade(&rec);
@@ -294,14 +296,14 @@ mod tests {
             let old = Arc::new(ClientLivenessRecord::new(
                 ClientId(5),
                 Incarnation(n),
-                0,
+                LivenessMs(0),
                 TTLS.active_ms,
             ));
             let old_word = Owner::new(old).word_ptr();
             let new = Arc::new(ClientLivenessRecord::new(
                 ClientId(6),
                 Incarnation(n),
-                0,
+                LivenessMs(0),
                 TTLS.active_ms,
             ));
             let owner = Owner::new(Arc::clone(&new));
@@ -313,7 +315,7 @@ mod tests {
 
     #[test]
     fn owners_of_two_records_never_share_a_word() {
-        let pack = |d| Word::pack(LivenessState::Active, Seq::default(), d);
+        let pack = |d| Word::pack(LivenessState::Active, Seq::default(), LivenessMs(d));
         let a = Owner::new(Arc::new(ClientLivenessRecord::with_word(
             ClientId(1),
             Incarnation(1),
@@ -324,9 +326,12 @@ mod tests {
             Incarnation(2),
             pack(20),
         )));
-        assert_eq!((a.word().deadline_ms(), b.word().deadline_ms()), (10, 20));
+        assert_eq!(
+            (a.word().deadline(), b.word().deadline()),
+            (LivenessMs(10), LivenessMs(20))
+        );
         assert!(a.is(a.record()) && !a.is(b.record()) && !b.is(a.record()));
-        let _ = a.record().evaluate(10, TTLS, false);
+        let _ = a.record().evaluate(LivenessMs(10), TTLS, false);
         assert!(!a.is_serving() && b.is_serving());
     }
 }

@@ -35,6 +35,7 @@
 use super::slab::{self, WordRef};
 use super::word::{decide, Change, Decision, Event, LivenessState, Ttls, Word};
 use super::{ClientId, Incarnation};
+use crate::clock::LivenessMs;
 use crate::sync::{AtomicBool, Backoff, Ordering};
 use std::fmt;
 
@@ -70,15 +71,39 @@ pub enum Applied {
     Offline,
 }
 
-/// What the monitor learns from evaluating a record at a tick.
+/// What the monitor (or `prepare_client_offboarding`, or the brake's release) learns from
+/// applying its event to a record.
 #[derive(Debug)]
 pub(crate) enum Evaluation {
     /// Not due; re-arm by this word's deadline.
-    Wait(Word),
-    /// This call committed Active → Suspected (or renewed a suspicion window); re-arm at the word's deadline.
-    Suspected(Word, Word, Change),
-    /// This call won the Suspected → Offline commit.
-    Offline(Word, Word, OfflineCommitted),
+    Wait {
+        /// The word the decision was made on.
+        word: Word,
+    },
+    /// This call committed Active → Suspected; re-arm at `to`'s deadline.
+    Suspected {
+        /// The Active word replaced.
+        from: Word,
+        /// The Suspected word installed.
+        to: Word,
+    },
+    /// This call gave a Suspected word a fresh suspicion window (the mass-suspicion brake
+    /// released); re-arm at `to`'s deadline.
+    Renewed {
+        /// The Suspected word replaced.
+        from: Word,
+        /// The Suspected word installed, with the new window.
+        to: Word,
+    },
+    /// This call won the Suspected → Offline commit; `proof` mints the incarnation's one job.
+    Offline {
+        /// The Suspected word replaced.
+        from: Word,
+        /// The Offline word installed.
+        to: Word,
+        /// The proof of the commit.
+        proof: OfflineCommitted,
+    },
     /// Offline is held by the brake.
     Held,
     /// Already Offline (committed by someone else, or earlier): drop the entry.
@@ -92,9 +117,9 @@ pub(crate) enum Evaluation {
 pub(crate) struct OfflineCommitted(());
 
 impl ClientLivenessRecord {
-    /// A new Active, not-ready incarnation whose first signal is at `now_ms` (liveness clock).
-    pub(crate) fn new(client: ClientId, incarnation: Incarnation, now_ms: u64, active_ttl_ms: u64) -> Self {
-        Self::with_word(client, incarnation, Word::first(now_ms, active_ttl_ms))
+    /// A new Active, not-ready incarnation whose first signal is at `now`.
+    pub(crate) fn new(client: ClientId, incarnation: Incarnation, now: LivenessMs, active_ttl_ms: u64) -> Self {
+        Self::with_word(client, incarnation, Word::first(now, active_ttl_ms))
     }
 
     /// A record starting from an arbitrary word (tests, models, restore).
@@ -169,19 +194,19 @@ impl ClientLivenessRecord {
         self.ready.store(ready, Ordering::Release);
     }
 
-    /// Applies `ev` at `now_ms` by CAS until the decision is settled on the latest word.
-    pub(crate) fn apply(&self, ev: Event, now_ms: u64, ttls: Ttls) -> Applied {
-        self.apply_at(ev, || now_ms, ttls)
+    /// Applies `ev` at `now` by CAS until the decision is settled on the latest word.
+    pub(crate) fn apply(&self, ev: Event, now: LivenessMs, ttls: Ttls) -> Applied {
+        self.apply_at(ev, || now, ttls)
     }
 
     /// Applies `ev` by CAS, reading the time with `now` *after* each load of the word.
     ///
     /// Signals use this: a signal whose time was read before the monitor committed Suspected
     /// at tick τ could otherwise recover with a deadline earlier than τ + active TTL, which is
-    /// the earliest the monitor re-arms a Suspected entry for (`monitor::wake_ms`). Reading the
+    /// the earliest the monitor re-arms a Suspected entry for (`monitor::wake`). Reading the
     /// time after the load that saw the commit (Acquire; the monitor read its own time before
     /// its CAS) gives a time ≥ τ. Found by the `stale_ping_time_vs_suspect_rearm` loom model.
-    pub(crate) fn apply_at(&self, ev: Event, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
+    pub(crate) fn apply_at(&self, ev: Event, now: impl Fn() -> LivenessMs, ttls: Ttls) -> Applied {
         let backoff = Backoff::new();
         let mut word = self.word.load(Ordering::Acquire);
         loop {
@@ -212,47 +237,55 @@ impl ClientLivenessRecord {
         }
     }
 
-    /// A liveness signal at `now_ms`: refreshes Active, recovers Suspected, refused if Offline.
-    pub(crate) fn signal(&self, now_ms: u64, ttls: Ttls) -> Applied {
-        self.apply(Event::Signal, now_ms, ttls)
+    /// A liveness signal at `now`: refreshes Active, recovers Suspected, refused if Offline.
+    pub(crate) fn signal(&self, now: LivenessMs, ttls: Ttls) -> Applied {
+        self.apply(Event::Signal, now, ttls)
     }
 
     /// A liveness signal timed by `now`, read after each load of the word (see [`Self::apply_at`]).
-    pub(crate) fn signal_at(&self, now: impl Fn() -> u64, ttls: Ttls) -> Applied {
+    pub(crate) fn signal_at(&self, now: impl Fn() -> LivenessMs, ttls: Ttls) -> Applied {
         self.apply_at(Event::Signal, now, ttls)
     }
 
     /// The monitor's evaluation at a tick.
-    pub(crate) fn evaluate(&self, now_ms: u64, ttls: Ttls, hold_offline: bool) -> Evaluation {
+    pub(crate) fn evaluate(&self, now: LivenessMs, ttls: Ttls, hold_offline: bool) -> Evaluation {
         let ev = if hold_offline {
             Event::ExpireHoldingOffline
         } else {
             Event::Expire
         };
-        self.evaluation_of(self.apply(ev, now_ms, ttls))
+        self.evaluation_of(self.apply(ev, now, ttls))
     }
 
     /// Commits Suspected → Offline if the suspicion deadline has passed; never suspects an
     /// Active record (`prepare_client_offboarding`).
-    pub(crate) fn commit_offline(&self, now_ms: u64, ttls: Ttls) -> Evaluation {
-        self.evaluation_of(self.apply(Event::CommitOffline, now_ms, ttls))
+    pub(crate) fn commit_offline(&self, now: LivenessMs, ttls: Ttls) -> Evaluation {
+        self.evaluation_of(self.apply(Event::CommitOffline, now, ttls))
     }
 
-    /// Gives a Suspected record a fresh suspicion window from `now_ms` (the mass-suspicion
-    /// brake released); an Active record is only re-read.
-    pub(crate) fn renew_suspicion(&self, now_ms: u64, ttls: Ttls) -> Evaluation {
-        self.evaluation_of(self.apply(Event::RenewSuspicion, now_ms, ttls))
+    /// Gives a Suspected record a fresh suspicion window from `now` (the mass-suspicion brake
+    /// released); an Active record is only re-read.
+    pub(crate) fn renew_suspicion(&self, now: LivenessMs, ttls: Ttls) -> Evaluation {
+        self.evaluation_of(self.apply(Event::RenewSuspicion, now, ttls))
     }
 
     fn evaluation_of(&self, applied: Applied) -> Evaluation {
         match applied {
-            Applied::Committed {
-                from,
-                to,
-                change: Change::WentOffline,
-            } => Evaluation::Offline(from, to, OfflineCommitted(())),
-            Applied::Committed { from, to, change } => Evaluation::Suspected(from, to, change),
-            Applied::Wait { word } => Evaluation::Wait(word),
+            Applied::Committed { from, to, change } => match change {
+                Change::WentOffline => Evaluation::Offline {
+                    from,
+                    to,
+                    proof: OfflineCommitted(()),
+                },
+                Change::Suspected => Evaluation::Suspected { from, to },
+                Change::SuspicionRenewed => Evaluation::Renewed { from, to },
+                // Only a signal refreshes or recovers, and no signal is evaluated here.
+                Change::Refreshed | Change::Recovered => {
+                    debug_assert!(false, "a monitor event committed a signal's change {change:?}");
+                    Evaluation::Wait { word: to }
+                }
+            },
+            Applied::Wait { word } => Evaluation::Wait { word },
             Applied::Held => Evaluation::Held,
             Applied::Offline => Evaluation::Retired,
         }
@@ -288,7 +321,7 @@ mod tests {
     };
 
     fn rec() -> ClientLivenessRecord {
-        ClientLivenessRecord::new(ClientId(7), Incarnation(1), 0, TTLS.active_ms)
+        ClientLivenessRecord::new(ClientId(7), Incarnation(1), LivenessMs(0), TTLS.active_ms)
     }
 
     #[test]
@@ -322,28 +355,44 @@ mod tests {
     fn new_record_is_active_not_ready() {
         let r = rec();
         assert!(r.is_serving() && r.should_retain() && !r.is_ready());
-        assert_eq!(r.word(), Word::pack(LivenessState::Active, Seq::default(), 10_000));
+        assert_eq!(
+            r.word(),
+            Word::pack(LivenessState::Active, Seq::default(), LivenessMs(10_000))
+        );
     }
 
     #[test]
     fn full_lifecycle_and_terminal_offline() {
         let r = rec();
-        assert!(matches!(r.evaluate(9_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 10_000));
-        assert!(matches!(r.evaluate(10_000, TTLS, false), Evaluation::Suspected(..)));
+        assert!(
+            matches!(r.evaluate(LivenessMs(9_999), TTLS, false), Evaluation::Wait { word } if word.deadline() == LivenessMs(10_000))
+        );
+        assert!(matches!(
+            r.evaluate(LivenessMs(10_000), TTLS, false),
+            Evaluation::Suspected { .. }
+        ));
         assert!(!r.is_serving() && r.should_retain());
-        assert!(matches!(r.evaluate(29_999, TTLS, false), Evaluation::Wait(w) if w.deadline_ms() == 30_000));
-        assert!(matches!(r.evaluate(30_000, TTLS, true), Evaluation::Held));
-        assert!(matches!(r.evaluate(30_000, TTLS, false), Evaluation::Offline(..)));
+        assert!(
+            matches!(r.evaluate(LivenessMs(29_999), TTLS, false), Evaluation::Wait { word } if word.deadline() == LivenessMs(30_000))
+        );
+        assert!(matches!(r.evaluate(LivenessMs(30_000), TTLS, true), Evaluation::Held));
+        assert!(matches!(
+            r.evaluate(LivenessMs(30_000), TTLS, false),
+            Evaluation::Offline { .. }
+        ));
         assert!(!r.should_retain());
-        assert_eq!(r.signal(30_001, TTLS), Applied::Offline);
-        assert!(matches!(r.evaluate(40_000, TTLS, false), Evaluation::Retired));
+        assert_eq!(r.signal(LivenessMs(30_001), TTLS), Applied::Offline);
+        assert!(matches!(
+            r.evaluate(LivenessMs(40_000), TTLS, false),
+            Evaluation::Retired
+        ));
     }
 
     #[test]
     fn signal_recovers_suspected() {
         let r = rec();
-        r.evaluate(10_000, TTLS, false);
-        let applied = r.signal(12_000, TTLS);
+        r.evaluate(LivenessMs(10_000), TTLS, false);
+        let applied = r.signal(LivenessMs(12_000), TTLS);
         assert!(matches!(
             applied,
             Applied::Committed {
@@ -352,17 +401,17 @@ mod tests {
             }
         ));
         assert!(r.is_serving());
-        assert_eq!(r.word().deadline_ms(), 22_000);
+        assert_eq!(r.word().deadline(), LivenessMs(22_000));
     }
 
     #[test]
     fn readiness_is_independent_of_liveness() {
         let r = rec();
         r.set_ready(true);
-        r.evaluate(10_000, TTLS, false);
+        r.evaluate(LivenessMs(10_000), TTLS, false);
         assert!(r.is_ready() && !r.is_serving());
         r.set_ready(false);
-        r.signal(11_000, TTLS);
+        r.signal(LivenessMs(11_000), TTLS);
         assert!(!r.is_ready() && r.is_serving());
     }
 }

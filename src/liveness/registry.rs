@@ -242,7 +242,12 @@ mod tests {
     use super::*;
 
     fn rec(id: u128, inc: u64) -> Arc<ClientLivenessRecord> {
-        Arc::new(ClientLivenessRecord::new(ClientId(id), Incarnation(inc), 0, 1_000))
+        Arc::new(ClientLivenessRecord::new(
+            ClientId(id),
+            Incarnation(inc),
+            crate::clock::LivenessMs(0),
+            1_000,
+        ))
     }
 
     #[test]

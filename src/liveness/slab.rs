@@ -46,6 +46,7 @@ use super::word::Word;
 use crate::sync::Atomic;
 
 #[cfg(not(loom))]
+#[allow(unsafe_code)] // initialising leaked chunks in place, and a slot's tag by address (`SAFETY` at each)
 mod imp {
     use super::*;
     use crate::sync::{AtomicPtr, Mutex, Ordering};
@@ -200,7 +201,11 @@ mod tests {
     use crate::sync::Ordering;
 
     fn w(deadline_ms: u64) -> Word {
-        Word::pack(LivenessState::Active, Seq::default(), deadline_ms)
+        Word::pack(
+            LivenessState::Active,
+            Seq::default(),
+            crate::clock::LivenessMs(deadline_ms),
+        )
     }
 
     fn addr(slot: WordRef) -> usize {
@@ -223,7 +228,10 @@ mod tests {
         let slab = Slab::new();
         let a = slab.alloc(w(1));
         let b = slab.alloc(w(2));
-        a.store(Word::pack(LivenessState::Offline, Seq::default(), 7), Ordering::Relaxed);
+        a.store(
+            Word::pack(LivenessState::Offline, Seq::default(), crate::clock::LivenessMs(7)),
+            Ordering::Relaxed,
+        );
         slab.free(a);
         let c = slab.alloc(w(3));
         assert_eq!(addr(c), addr(a));

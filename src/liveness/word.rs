@@ -36,6 +36,8 @@
 //! The transition logic is [`decide`]: a pure function of the current word, the event, the
 //! time and the TTLs. The CAS loops in `record.rs` only apply its [`Decision`]s.
 
+use crate::clock::LivenessMs;
+pub use crate::config::Ttls;
 use std::fmt;
 
 /// Bits of the state field.
@@ -138,9 +140,9 @@ pub struct Word(u64);
 
 impl Word {
     /// Packs the three fields; a deadline beyond [`MAX_DEADLINE_MS`] saturates.
-    pub fn pack(state: LivenessState, seq: Seq, deadline_ms: u64) -> Word {
+    pub fn pack(state: LivenessState, seq: Seq, deadline: LivenessMs) -> Word {
         debug_assert!(u64::from(seq.0) <= SEQ_MASK, "seq {} exceeds {SEQ_BITS} bits", seq.0);
-        let deadline = deadline_ms.min(MAX_DEADLINE_MS);
+        let deadline = deadline.0.min(MAX_DEADLINE_MS);
         Word((state.bits() << STATE_SHIFT) | (u64::from(seq.0) << SEQ_SHIFT) | deadline)
     }
     /// Reinterprets a raw word (as loaded from the atomic).
@@ -159,17 +161,13 @@ impl Word {
     pub fn seq(self) -> Seq {
         Seq(((self.0 >> SEQ_SHIFT) & SEQ_MASK) as u32)
     }
-    /// The deadline (see the module table for its meaning per state).
-    pub fn deadline_ms(self) -> u64 {
-        self.0 & DEADLINE_MASK
+    /// The deadline, on the liveness clock (see the module table for its meaning per state).
+    pub fn deadline(self) -> LivenessMs {
+        LivenessMs(self.0 & DEADLINE_MASK)
     }
-    /// A fresh Active word for a new incarnation whose first signal is at `now_ms`.
-    pub fn first(now_ms: u64, active_ttl_ms: u64) -> Word {
-        Word::pack(
-            LivenessState::Active,
-            Seq::default(),
-            now_ms.saturating_add(active_ttl_ms),
-        )
+    /// A fresh Active word for a new incarnation whose first signal is at `now`.
+    pub fn first(now: LivenessMs, active_ttl_ms: u64) -> Word {
+        Word::pack(LivenessState::Active, Seq::default(), now.saturating_add(active_ttl_ms))
     }
     /// `true` iff the word is Active: the whole serving check (one load + this compare).
     #[inline]
@@ -198,18 +196,9 @@ impl fmt::Debug for Word {
         f.debug_struct("Word")
             .field("state", &self.state())
             .field("seq", &self.seq().0)
-            .field("deadline_ms", &self.deadline_ms())
+            .field("deadline_ms", &self.deadline().0)
             .finish()
     }
-}
-
-/// The two TTLs a decision needs, in liveness-clock milliseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ttls {
-    /// Active → Suspected after this long without a signal.
-    pub active_ms: u64,
-    /// Suspected → Offline after this long since the committed suspicion.
-    pub suspicion_ms: u64,
 }
 
 /// What happened to a record, as seen by the decision function.
@@ -253,10 +242,10 @@ pub enum Decision {
         /// The reason.
         change: Change,
     },
-    /// Nothing is due before `deadline_ms`; the monitor re-arms its entry there.
+    /// Nothing is due before `deadline`; the monitor re-arms its entry there.
     Wait {
         /// The liveness-clock deadline the word implies.
-        deadline_ms: u64,
+        deadline: LivenessMs,
     },
     /// Suspected → Offline is due but the brake holds it; the monitor parks the entry.
     Held,
@@ -266,19 +255,20 @@ pub enum Decision {
     Retire,
 }
 
-/// The whole liveness state machine: `(word, event, now, ttls) → decision`. Pure.
+/// The whole liveness state machine: `(word, event, now, ttls) → decision`. Pure. `now` is
+/// liveness time, as every deadline in a word is.
 ///
-/// Boundaries are inclusive: a deadline is due when `now_ms >= deadline_ms`.
-pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
+/// Boundaries are inclusive: a deadline is due when `now >= deadline`.
+pub fn decide(cur: Word, ev: Event, now: LivenessMs, ttls: Ttls) -> Decision {
     use LivenessState::*;
-    let due = now_ms >= cur.deadline_ms();
+    let due = now >= cur.deadline();
     match (cur.state(), ev) {
         (Active, Event::Signal) => {
-            let deadline = cur.deadline_ms().max(now_ms.saturating_add(ttls.active_ms));
+            let deadline = cur.deadline().max(now.saturating_add(ttls.active_ms));
             commit(Word::pack(Active, cur.seq(), deadline), Change::Refreshed)
         }
         (Suspected, Event::Signal) => commit(
-            Word::pack(Active, cur.seq().next(), now_ms.saturating_add(ttls.active_ms)),
+            Word::pack(Active, cur.seq().next(), now.saturating_add(ttls.active_ms)),
             Change::Recovered,
         ),
         (Offline, Event::Signal) => Decision::RefuseOffline,
@@ -286,10 +276,10 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
         // A renewal or an explicit Offline commit only ever concerns Suspected words; an
         // Active one is left to the monitor.
         (Active, Event::RenewSuspicion | Event::CommitOffline) => Decision::Wait {
-            deadline_ms: cur.deadline_ms(),
+            deadline: cur.deadline(),
         },
         (Active, _) if due => commit(
-            Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
+            Word::pack(Suspected, cur.seq().next(), now.saturating_add(ttls.suspicion_ms)),
             Change::Suspected,
         ),
         // The mass-suspicion brake's release renews a paused window; it never shortens one.
@@ -297,16 +287,16 @@ pub fn decide(cur: Word, ev: Event, now_ms: u64, ttls: Ttls) -> Decision {
         // with a longer window since: renewing it to `now + TTL` cut that window short, and
         // the monitor's wheel entry, armed for the longer one, then committed Offline late;
         // found by the differential fuzz target.)
-        (Suspected, Event::RenewSuspicion) if now_ms.saturating_add(ttls.suspicion_ms) > cur.deadline_ms() => commit(
-            Word::pack(Suspected, cur.seq().next(), now_ms.saturating_add(ttls.suspicion_ms)),
+        (Suspected, Event::RenewSuspicion) if now.saturating_add(ttls.suspicion_ms) > cur.deadline() => commit(
+            Word::pack(Suspected, cur.seq().next(), now.saturating_add(ttls.suspicion_ms)),
             Change::SuspicionRenewed,
         ),
         (Suspected, Event::Expire | Event::CommitOffline) if due => {
-            commit(Word::pack(Offline, cur.seq().next(), now_ms), Change::WentOffline)
+            commit(Word::pack(Offline, cur.seq().next(), now), Change::WentOffline)
         }
         (Suspected, Event::ExpireHoldingOffline) if due => Decision::Held,
         (Active | Suspected, _) => Decision::Wait {
-            deadline_ms: cur.deadline_ms(),
+            deadline: cur.deadline(),
         },
     }
 }
@@ -327,7 +317,7 @@ mod tests {
     };
 
     fn w(state: LivenessState, seq: u32, deadline: u64) -> Word {
-        Word::pack(state, Seq::new(seq), deadline)
+        Word::pack(state, Seq::new(seq), LivenessMs(deadline))
     }
 
     fn c(next: Word, change: Change) -> Decision {
@@ -351,7 +341,7 @@ mod tests {
 
     #[test]
     fn deadline_saturates_and_seq_wraps() {
-        assert_eq!(w(Active, 0, u64::MAX).deadline_ms(), MAX_DEADLINE_MS);
+        assert_eq!(w(Active, 0, u64::MAX).deadline(), LivenessMs(MAX_DEADLINE_MS));
         assert_eq!(Seq::new((1 << SEQ_BITS) - 1).next(), Seq::new(0));
         assert_eq!(Seq::new(1 << SEQ_BITS), Seq::new(0));
     }
@@ -398,37 +388,37 @@ mod tests {
             // Active
             (w(Active, 3, d), Event::Signal, 45_000, c(w(Active, 3, 55_000), Change::Refreshed)),
             (w(Active, 3, d), Event::Signal, 30_000, c(w(Active, 3, d), Change::Refreshed)),
-            (w(Active, 3, d), Event::Expire, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Active, 3, d), Event::Expire, d - 1, Decision::Wait { deadline: LivenessMs(d) }),
             (w(Active, 3, d), Event::Expire, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
             (w(Active, 3, d), Event::Expire, d + 7, c(w(Suspected, 4, d + 7 + 20_000), Change::Suspected)),
             (w(Active, 3, d), Event::ExpireHoldingOffline, d, c(w(Suspected, 4, d + 20_000), Change::Suspected)),
-            (w(Active, 3, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline_ms: d }),
-            (w(Active, 3, d), Event::RenewSuspicion, d - 1, Decision::Wait { deadline_ms: d }),
-            (w(Active, 3, d), Event::RenewSuspicion, d, Decision::Wait { deadline_ms: d }),
+            (w(Active, 3, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline: LivenessMs(d) }),
+            (w(Active, 3, d), Event::RenewSuspicion, d - 1, Decision::Wait { deadline: LivenessMs(d) }),
+            (w(Active, 3, d), Event::RenewSuspicion, d, Decision::Wait { deadline: LivenessMs(d) }),
             // Suspected
             (w(Suspected, 4, d), Event::Signal, d - 1, c(w(Active, 5, d - 1 + 10_000), Change::Recovered)),
             (w(Suspected, 4, d), Event::Signal, d + 5, c(w(Active, 5, d + 5 + 10_000), Change::Recovered)),
-            (w(Suspected, 4, d), Event::Expire, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Suspected, 4, d), Event::Expire, d - 1, Decision::Wait { deadline: LivenessMs(d) }),
             (w(Suspected, 4, d), Event::Expire, d, c(w(Offline, 5, d), Change::WentOffline)),
-            (w(Suspected, 4, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Suspected, 4, d), Event::ExpireHoldingOffline, d - 1, Decision::Wait { deadline: LivenessMs(d) }),
             (w(Suspected, 4, d), Event::ExpireHoldingOffline, d, Decision::Held),
             (w(Suspected, 4, d), Event::RenewSuspicion, d, c(w(Suspected, 5, d + 20_000), Change::SuspicionRenewed)),
             (w(Suspected, 4, d), Event::RenewSuspicion, d - 9, c(w(Suspected, 5, d - 9 + 20_000), Change::SuspicionRenewed)),
             // A renewal never shortens a window (a longer one started since the pause).
-            (w(Suspected, 4, d + 30_000), Event::RenewSuspicion, d, Decision::Wait { deadline_ms: d + 30_000 }),
-            (w(Suspected, 4, d + 20_000), Event::RenewSuspicion, d, Decision::Wait { deadline_ms: d + 20_000 }),
+            (w(Suspected, 4, d + 30_000), Event::RenewSuspicion, d, Decision::Wait { deadline: LivenessMs(d + 30_000) }),
+            (w(Suspected, 4, d + 20_000), Event::RenewSuspicion, d, Decision::Wait { deadline: LivenessMs(d + 20_000) }),
             // Offline
             (w(Offline, 5, d), Event::Signal, d, Decision::RefuseOffline),
             (w(Offline, 5, d), Event::Expire, d, Decision::Retire),
             (w(Offline, 5, d), Event::ExpireHoldingOffline, d, Decision::Retire),
             (w(Offline, 5, d), Event::RenewSuspicion, d, Decision::Retire),
-            (w(Active, 3, d), Event::CommitOffline, d, Decision::Wait { deadline_ms: d }),
-            (w(Suspected, 4, d), Event::CommitOffline, d - 1, Decision::Wait { deadline_ms: d }),
+            (w(Active, 3, d), Event::CommitOffline, d, Decision::Wait { deadline: LivenessMs(d) }),
+            (w(Suspected, 4, d), Event::CommitOffline, d - 1, Decision::Wait { deadline: LivenessMs(d) }),
             (w(Suspected, 4, d), Event::CommitOffline, d, c(w(Offline, 5, d), Change::WentOffline)),
             (w(Offline, 5, d), Event::CommitOffline, d, Decision::Retire),
         ];
         for (cur, ev, now, want) in table {
-            assert_eq!(decide(cur, ev, now, TTLS), want, "{cur:?} {ev:?} at {now}");
+            assert_eq!(decide(cur, ev, LivenessMs(now), TTLS), want, "{cur:?} {ev:?} at {now}");
         }
     }
 
@@ -449,11 +439,11 @@ mod tests {
     proptest! {
         #[test]
         fn pack_unpack_round_trip(s in state(), seq in 0u32..(1 << SEQ_BITS), d in 0..=MAX_DEADLINE_MS) {
-            let word = Word::pack(s, Seq::new(seq), d);
+            let word = Word::pack(s, Seq::new(seq), LivenessMs(d));
             prop_assert_eq!(word.state(), s);
             prop_assert_eq!(word.seq(), Seq::new(seq));
             prop_assert_eq!(word.seq().get(), seq);
-            prop_assert_eq!(word.deadline_ms(), d);
+            prop_assert_eq!(word.deadline(), LivenessMs(d));
             prop_assert_eq!(Word::from_raw(word.raw()), word);
         }
 
@@ -467,13 +457,13 @@ mod tests {
         ) {
             let ttls = Ttls { active_ms: active, suspicion_ms: suspicion };
             let mut now = 1_000u64;
-            let mut word = Word::first(now, active);
+            let mut word = Word::first(LivenessMs(now), active);
             let mut last_signal = now;
             let mut suspected_at = None;
             for (ev, dt) in steps {
                 now += dt;
                 let before = word.state();
-                if let Decision::Commit { next, change } = decide(word, ev, now, ttls) {
+                if let Decision::Commit { next, change } = decide(word, ev, LivenessMs(now), ttls) {
                     let after = next.state();
                     let allowed = matches!((before, after),
                         (Active, Active) | (Active, Suspected) | (Suspected, Active)
@@ -496,7 +486,7 @@ mod tests {
                     }
                     word = next;
                 } else if before == Offline {
-                    prop_assert!(matches!(decide(word, ev, now, ttls), Decision::RefuseOffline | Decision::Retire));
+                    prop_assert!(matches!(decide(word, ev, LivenessMs(now), ttls), Decision::RefuseOffline | Decision::Retire));
                 }
             }
         }

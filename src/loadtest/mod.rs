@@ -33,6 +33,7 @@ mod chart;
 mod drivers;
 mod options;
 mod paths;
+#[allow(unsafe_code)] // the real glibc lock and fork the upstream model takes; every block says why it is sound
 mod posix;
 mod record;
 mod report;

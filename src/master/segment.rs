@@ -343,7 +343,12 @@ mod tests {
     use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
 
     fn segment(l: Lifecycle) -> Segment {
-        let rec = Arc::new(ClientLivenessRecord::new(ClientId(1), Incarnation::FIRST, 0, 1_000));
+        let rec = Arc::new(ClientLivenessRecord::new(
+            ClientId(1),
+            Incarnation::FIRST,
+            crate::clock::LivenessMs(0),
+            1_000,
+        ));
         Segment::new(SegmentId(0), "s".into(), "c".into(), 10, rec.into(), l)
     }
 

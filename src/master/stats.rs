@@ -68,10 +68,9 @@ impl MasterCore {
                 bump(&c.brake_engagements, 1);
             }
             MasterEvent::MassSuspicionBrake { .. } => {}
-            MasterEvent::OffboardingRetry { step, .. } => {
-                telemetry::step_failed(*step);
-                bump(&c.step_failures[*step as usize], 1);
-            }
+            // The metric is counted where the retry is scheduled (`Schedule::retry`), or by
+            // `report_offboarding` for an attempt run outside the master.
+            MasterEvent::OffboardingRetry { step, .. } => bump(&c.step_failures[*step as usize], 1),
             MasterEvent::Offboarded { .. } => {
                 c.jobs_completed.fetch_add(1, Ordering::Release);
             }
@@ -79,7 +78,8 @@ impl MasterCore {
         self.events.push(ev);
     }
 
-    /// A failed step counted without an event (the workers' executor reports its own retries).
+    /// A failed attempt counted without an event (the workers' executor schedules its own
+    /// retries and reports each through `SharedSteps::on_retry`).
     #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
     pub(super) fn count_step_failure(&self, step: Step) {
         bump(&self.counters.step_failures[step as usize], 1);
@@ -93,6 +93,10 @@ impl MasterCore {
     /// pending for ever.
     pub fn report_offboarding(&self, attempt: Result<&Completed, &ClientOffboardingJob>) {
         let at_ms = self.live.clock().base().now_ms();
+        if let Err(job) = attempt {
+            // No schedule of ours parked it: count the metric `Schedule::retry` would have.
+            telemetry::step_failed(job.last_error().map_or(Step::Metadata, |e| e.step));
+        }
         self.record(match attempt {
             Ok(done) => MasterEvent::Offboarded {
                 client: done.client,

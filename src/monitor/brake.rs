@@ -3,6 +3,7 @@
 //! Offline commits pause; when the condition clears, every paused incarnation gets a fresh
 //! suspicion window. The monitor decides engagement once per tick from two relaxed counters.
 
+use crate::clock::LivenessMs;
 use crate::liveness::record::Evaluation;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Ttls};
 use crate::sync::Arc;
@@ -33,11 +34,11 @@ impl MassSuspicionBrake {
     /// at `now_l`, unless its window already ends later (it recovered and was suspected again
     /// since; a renewal never shortens a window, `liveness::word::decide`). Their wheel entries
     /// stay armed; the next firing re-reads the word.
-    pub(super) fn release(&mut self, now_l: u64, ttls: Ttls) -> usize {
+    pub(super) fn release(&mut self, now_l: LivenessMs, ttls: Ttls) -> usize {
         self.engaged = false;
         let held = std::mem::take(&mut self.held);
         held.values()
-            .filter(|rec| matches!(rec.renew_suspicion(now_l, ttls), Evaluation::Suspected(..)))
+            .filter(|rec| matches!(rec.renew_suspicion(now_l, ttls), Evaluation::Renewed { .. }))
             .count()
     }
 }

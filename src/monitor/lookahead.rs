@@ -74,7 +74,7 @@ mod tests {
         ] {
             let recs: Vec<_> = (0..n as u128)
                 .map(|i| {
-                    let w = Word::first(1_000, 10_000);
+                    let w = Word::first(crate::clock::LivenessMs(1_000), 10_000);
                     Arc::new(ClientLivenessRecord::with_word(ClientId(i), Incarnation(1), w))
                 })
                 .collect();

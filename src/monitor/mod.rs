@@ -45,9 +45,9 @@ pub(crate) mod wheel;
 #[cfg(not(loom))]
 pub use thread::MonitorThread;
 
-use crate::clock::Tick;
+use crate::clock::{BaseMs, LivenessMs, Tick};
 use crate::liveness::record::Evaluation;
-use crate::liveness::{Cause, Change, ClientLivenessRecord, Liveness, LivenessState, Transition, Ttls, Word};
+use crate::liveness::{Cause, ClientLivenessRecord, Liveness, LivenessState, Transition, Ttls, Word};
 use crate::offboarding::ClientOffboardingJob;
 use crate::sync::Arc;
 use std::fmt;
@@ -113,9 +113,10 @@ pub struct MonitorStats {
 pub struct Monitor {
     wheel: Wheel<Arc<ClientLivenessRecord>>,
     tick_ms: u64,
-    last_tick_base_ms: u64,
+    /// Base-clock time of the last tick (the stall detector's).
+    last_tick_base: BaseMs,
     /// Liveness-clock time of the last tick (a signal after it is at least this late).
-    last_tick_l_ms: u64,
+    last_tick_l: LivenessMs,
     /// The TTLs the wheel's entries were armed under (see [`Monitor::follow_ttl_reload`]).
     armed: Ttls,
     due: Vec<Arc<ClientLivenessRecord>>,
@@ -126,12 +127,12 @@ pub struct Monitor {
 /// The time of one tick, in the forms the evaluation needs.
 #[derive(Clone, Copy, Debug)]
 struct Now {
-    /// Liveness-clock ms.
-    l: u64,
+    /// Liveness-clock time: deadlines are compared with it.
+    l: LivenessMs,
     /// The tick being processed.
     tick: Tick,
-    /// Base-clock ms (event times).
-    base: u64,
+    /// Base-clock time: events are stamped with it.
+    base: BaseMs,
     ttls: Ttls,
     /// The mass-suspicion brake is engaged.
     hold: bool,
@@ -141,12 +142,12 @@ impl Monitor {
     /// A monitor for `liveness`, starting now. The tick length is fixed at construction.
     pub fn new(liveness: &Liveness) -> Self {
         let tick_ms = liveness.config().load().monitor_tick_ms.max(1);
-        let now_l = liveness.clock().now_ms();
+        let now_l = liveness.clock().now();
         Self {
-            wheel: Wheel::new(Tick::of_ms(now_l, tick_ms)),
+            wheel: Wheel::new(Tick::of(now_l, tick_ms)),
             tick_ms,
-            last_tick_base_ms: liveness.clock().base().now_ms(),
-            last_tick_l_ms: now_l,
+            last_tick_base: liveness.clock().base_now(),
+            last_tick_l: now_l,
             armed: liveness.ttls(),
             due: Vec::new(),
             brake: brake::MassSuspicionBrake::default(),
@@ -172,16 +173,17 @@ impl Monitor {
     /// Runs one tick at the clock's current time.
     pub fn tick(&mut self, liveness: &Liveness) -> TickReport {
         let mut report = TickReport::default();
-        let base_now = liveness.clock().base().now_ms();
+        let base_now = liveness.clock().base_now();
         self.stats.ticks += 1;
         self.check_stall(liveness, base_now, &mut report);
-        let now_l = liveness.clock().now_ms();
-        let now_tick = Tick::of_ms(now_l, self.tick_ms);
+        // After the stall's credit: the liveness time of this same base reading.
+        let now_l = liveness.clock().to_liveness(base_now);
+        let now_tick = Tick::of(now_l, self.tick_ms);
         for rec in liveness.take_new_records() {
-            let deadline = rec.word().deadline_ms();
-            self.wheel.insert(Tick::of_ms(deadline, self.tick_ms), rec);
+            let deadline = rec.word().deadline();
+            self.wheel.insert(Tick::of(deadline, self.tick_ms), rec);
         }
-        let lowest = liveness.config().take_lowest_ttls_ms();
+        let lowest = liveness.config().take_lowest_ttls();
         let ttls = liveness.ttls();
         self.follow_ttl_reload(ttls, lowest, now_l);
         let hold = self.update_brake(liveness, now_l, base_now, ttls, &mut report);
@@ -220,23 +222,23 @@ impl Monitor {
     /// A Suspected entry sleeps up to one armed active TTL, a held one up to the shorter armed
     /// TTL: a new recovery window shorter than the first, or a renewal shorter than the second,
     /// could end before the entry wakes.
-    fn follow_ttl_reload(&mut self, ttls: Ttls, lowest: (u64, u64), now_l: u64) {
-        let active = ttls.active_ms.min(lowest.0);
-        let suspicion = ttls.suspicion_ms.min(lowest.1);
+    fn follow_ttl_reload(&mut self, ttls: Ttls, lowest: Ttls, now_l: LivenessMs) {
+        let active = ttls.active_ms.min(lowest.active_ms);
+        let suspicion = ttls.suspicion_ms.min(lowest.suspicion_ms);
         if active < self.armed.active_ms || suspicion < shorter_ttl(self.armed) {
-            let limit = self.last_tick_l_ms.saturating_add(active.min(suspicion));
-            self.wheel.pull_in(Tick::of_ms(limit, self.tick_ms));
+            let limit = self.last_tick_l.saturating_add(active.min(suspicion));
+            self.wheel.pull_in(Tick::of(limit, self.tick_ms));
         }
         self.armed = ttls;
-        self.last_tick_l_ms = now_l;
+        self.last_tick_l = now_l;
     }
 
     /// Engages or releases the mass-suspicion brake; returns whether it holds Offline commits.
     fn update_brake(
         &mut self,
         liveness: &Liveness,
-        now_l: u64,
-        base_now: u64,
+        now_l: LivenessMs,
+        base_now: BaseMs,
         ttls: Ttls,
         report: &mut TickReport,
     ) -> bool {
@@ -265,7 +267,7 @@ impl Monitor {
             );
         }
         report.events.push(LivenessEvent::MassSuspicionBrake {
-            at_ms: base_now,
+            at_ms: base_now.0,
             engaged: should,
             suspected,
             registered,
@@ -273,36 +275,38 @@ impl Monitor {
         should
     }
 
-    fn check_stall(&mut self, liveness: &Liveness, base_now: u64, report: &mut TickReport) {
-        let last = std::mem::replace(&mut self.last_tick_base_ms, base_now);
+    fn check_stall(&mut self, liveness: &Liveness, base_now: BaseMs, report: &mut TickReport) {
+        let last = std::mem::replace(&mut self.last_tick_base, base_now);
         let config = liveness.config().load();
-        let lateness = base_now.saturating_sub(last.saturating_add(self.tick_ms));
+        let lateness = base_now.since(last.saturating_add(self.tick_ms));
         if !config.stall_brake || lateness <= config.stall_bound_ms {
             return;
         }
-        let gap = base_now - last;
+        let gap = base_now.since(last);
         liveness.clock().add_stall_ms(gap);
         self.stats.stalls += 1;
         self.stats.stall_ms += gap;
         tracing::warn!(stall_ms = gap, "master stall detected; deadlines extended");
         report.events.push(LivenessEvent::StallDetected {
-            at_ms: base_now,
+            at_ms: base_now.0,
             ms: gap,
         });
     }
 
     fn evaluate(&mut self, liveness: &Liveness, rec: Arc<ClientLivenessRecord>, now: Now, report: &mut TickReport) {
         match rec.evaluate(now.l, now.ttls, now.hold) {
-            Evaluation::Wait(word) => self.rearm(rec, wake_ms(word, now.l, now.ttls), now.tick),
-            Evaluation::Suspected(from, to, change) => {
-                if change == Change::Suspected {
-                    self.stats.suspected += 1;
-                    liveness.note_suspected(1);
-                }
-                report.events.push(transition(&rec, from, to, Cause::Timeout, now.base));
-                self.rearm(rec, wake_ms(to, now.l, now.ttls), now.tick);
+            // A renewal is the brake release's (`brake.rs`), never an expiry's; like a wait, it
+            // only re-arms.
+            Evaluation::Wait { word } | Evaluation::Renewed { to: word, .. } => {
+                self.rearm(rec, wake(word, now.l, now.ttls), now.tick)
             }
-            Evaluation::Offline(from, to, proof) => {
+            Evaluation::Suspected { from, to } => {
+                self.stats.suspected += 1;
+                liveness.note_suspected(1);
+                report.events.push(transition(&rec, from, to, Cause::Timeout, now.base));
+                self.rearm(rec, wake(to, now.l, now.ttls), now.tick);
+            }
+            Evaluation::Offline { from, to, proof } => {
                 self.stats.offline += 1;
                 liveness.note_suspected(-1);
                 report.events.push(transition(&rec, from, to, Cause::Timeout, now.base));
@@ -316,7 +320,7 @@ impl Monitor {
                 // to one suspicion TTL after it, and neither may be later than the wake-up
                 // (nothing tells the wheel of either). Waking one active TTL out made Offline
                 // late after a release whenever the suspicion TTL was the shorter (invariant 4,
-                // `master_defects::a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_release`).
+                // `monitor_brakes::a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_release`).
                 self.stats.offline_held += 1;
                 self.brake.hold(rec.clone());
                 self.rearm(rec, now.l.saturating_add(shorter_ttl(now.ttls)), now.tick);
@@ -326,8 +330,8 @@ impl Monitor {
     }
 
     /// Re-arms at the deadline's tick, but never at or before the tick being processed.
-    fn rearm(&mut self, rec: Arc<ClientLivenessRecord>, deadline_ms: u64, now_tick: Tick) {
-        let at = Tick::of_ms(deadline_ms, self.tick_ms).max(Tick(now_tick.0 + 1));
+    fn rearm(&mut self, rec: Arc<ClientLivenessRecord>, deadline: LivenessMs, now_tick: Tick) {
+        let at = Tick::of(deadline, self.tick_ms).max(Tick(now_tick.0 + 1));
         self.wheel.insert(at, rec);
     }
 }
@@ -343,14 +347,17 @@ fn shorter_ttl(ttls: Ttls) -> u64 {
 /// the suspicion deadline, but no later than one active TTL from now — a recovery at any time
 /// `r ≥ now` sets an Active deadline `r + active TTL`, and the entry must not sleep past it, since
 /// nothing tells the wheel about a recovery (Ping never touches the wheel).
-fn wake_ms(word: Word, now_l: u64, ttls: Ttls) -> u64 {
+fn wake(word: Word, now_l: LivenessMs, ttls: Ttls) -> LivenessMs {
     match word.state() {
-        LivenessState::Suspected => word.deadline_ms().min(now_l.saturating_add(ttls.active_ms)),
-        _ => word.deadline_ms(),
+        LivenessState::Suspected => word.deadline().min(now_l.saturating_add(ttls.active_ms)),
+        _ => word.deadline(),
     }
 }
 
-fn transition(rec: &ClientLivenessRecord, from: Word, to: Word, cause: Cause, at_ms: u64) -> LivenessEvent {
+/// The event of a committed transition, stamped with base-clock time (event times are the
+/// base clock's; deadlines are the liveness clock's).
+fn transition(rec: &ClientLivenessRecord, from: Word, to: Word, cause: Cause, at: BaseMs) -> LivenessEvent {
+    let at_ms = at.0;
     let t = Transition {
         client: rec.client(),
         incarnation: rec.incarnation(),

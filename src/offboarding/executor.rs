@@ -1,7 +1,8 @@
 //! The asynchronous offboarding executor: N worker threads take jobs in batches from the
 //! lock-free MPSC [`queue`], run them with the *same* job type and step semantics
-//! as synchronous mode, retry failed jobs on the backoff schedule, and on shutdown hand back
-//! every job they did not finish — never dropping one (invariant 18).
+//! as synchronous mode, retry failed jobs and rate-limit first attempts by the same
+//! [`Schedule`] as synchronous mode, and on shutdown hand back every job they did not finish —
+//! never dropping one (invariant 18).
 //!
 //! # Ground rules
 //!
@@ -12,20 +13,22 @@
 //! - Steps run through [`SharedSteps`] (`&self`): the target takes whatever fine-grained locks
 //!   one bounded batch needs (the reference master: one metadata shard at a time), so
 //!   data-plane work interleaves with a large job. Ping never takes any of them.
-//! - A job is always in exactly one place: the queue, a worker's hands, the retry table, the
-//!   returned list, or completed. Shutdown collects the first four.
+//! - A job is always in exactly one place: the queue, a worker's hands, the schedule (waiting for
+//!   a retry or a start token), the returned list, or completed. Shutdown collects the first
+//!   four.
 //! - `busy` counts the jobs in workers' hands that came from the queue. A worker adds a batch
 //!   to it under the consumer lock, in the same critical section as the `pop_batch`, and
 //!   subtracts each job once it is processed; shutdown's drain reads the queue and `busy` under
 //!   that lock, so it never sees a job neither queued nor counted. (A retry a worker took just
 //!   before the drain began is not counted: shutdown may interrupt it, and it is handed back.)
 //! - `draining` and `stop` are written only by `shutdown` (`Release`) and read by the workers
-//!   (`Acquire`). They publish no data: jobs move only under the consumer, retry-table and
+//!   (`Acquire`). They publish no data: jobs move only under the consumer, schedule and
 //!   returned-list mutexes, and shutdown collects those only after joining every worker (the
 //!   join is its happens-before edge with everything a worker did). A worker that reads a flag
 //!   late takes one more batch or runs one more step, which the drain or the interruption
 //!   handles, so `Relaxed` would be as correct (the executor's loom models, next rule, pass with
-//!   every ordering of this file weakened to `Relaxed`; MUTANTS.md).
+//!   every ordering of this file weakened to `Relaxed`; MUTANTS.md). Jobs move only under the
+//!   consumer, schedule and returned-list mutexes, one at a time.
 //! - `submit` borrows the executor and `shutdown` consumes it, so every submit is ordered before
 //!   the close by the types; a handle that lets several threads submit and one shut down (the
 //!   master's pool) is a lock around an `Option`, which orders them by the lock. The queue's
@@ -39,16 +42,15 @@
 //!   retry, submit vs shutdown; one worker, batches of one) check the exactly-one-place rule on
 //!   every interleaving they reach.
 
-use super::brakes::TokenBucket;
 use super::queue::{self, Consumer, Producer, PushError};
+use super::schedule::{Limits, Retry, Schedule};
 use super::{
     complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, OffboardingSteps, Progress, Step,
 };
 use crate::clock::Clock;
 use crate::config::{LivenessConfig, MAX_OFFBOARDING_WORKERS};
 use crate::liveness::Liveness;
-use crate::sync::{self, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Deadline, Mutex, Ordering};
-use std::collections::BTreeMap;
+use crate::sync::{self, thread, Arc, AtomicBool, AtomicUsize, Deadline, Mutex, Ordering};
 use std::fmt;
 use std::time::Duration;
 
@@ -57,6 +59,13 @@ use std::time::Duration;
 pub trait SharedSteps: Send + Sync + 'static {
     /// Runs one bounded batch of `step` for `job`.
     fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError>;
+
+    /// An attempt failed and its job is parked for a retry ([`Schedule::retry`], which has
+    /// counted it in the metrics already). Called on the worker, with no lock held; the default
+    /// does nothing. The reference master counts the failure in its `Stats` here.
+    fn on_retry(&self, retry: &Retry) {
+        let _ = retry;
+    }
 }
 
 /// Adapts `SharedSteps` to the job's runner, and interrupts between batches at shutdown.
@@ -94,6 +103,16 @@ pub struct ExecutorConfig {
 }
 
 impl ExecutorConfig {
+    /// The schedule's knobs: start rate, burst, retry backoff and its cap.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            rate_per_sec: self.rate_per_sec,
+            burst: self.burst,
+            retry_backoff_ms: self.retry_backoff_ms,
+            retry_max_backoff_ms: self.retry_max_backoff_ms,
+        }
+    }
+
     /// The executor part of a liveness configuration.
     pub fn from_config(c: &LivenessConfig) -> Self {
         Self {
@@ -121,10 +140,9 @@ pub fn spawn_worker(index: usize, body: WorkerBody) -> std::io::Result<thread::J
 
 struct Inner<T: ?Sized> {
     consumer: Mutex<Consumer<ClientOffboardingJob>>,
-    retries: Mutex<BTreeMap<(u64, u64), ClientOffboardingJob>>,
+    /// Jobs waiting for a retry or a start token, and the start bucket.
+    schedule: Mutex<Schedule>,
     returned: Mutex<Vec<ClientOffboardingJob>>,
-    bucket: Mutex<TokenBucket>,
-    seq: AtomicU64,
     /// Jobs taken from the queue and not yet processed (see the ground rules).
     busy: AtomicUsize,
     /// Workers stop taking new work from the queue once it is empty (shutdown drain).
@@ -133,6 +151,7 @@ struct Inner<T: ?Sized> {
     stop: AtomicBool,
     liveness: Arc<Liveness>,
     config: ExecutorConfig,
+    limits: Limits,
     on_complete: OnComplete,
     target: Arc<T>,
 }
@@ -191,19 +210,17 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
             ));
         }
         let (producer, consumer) = queue::channel(config.capacity.max(1));
-        let now = liveness.clock().base().now_ms();
         let inner = Arc::new(Inner {
             consumer: Mutex::new(consumer),
-            retries: Mutex::new(BTreeMap::new()),
+            schedule: Mutex::new(Schedule::new()),
             returned: Mutex::new(Vec::new()),
-            bucket: Mutex::new(TokenBucket::new(config.rate_per_sec, config.burst, now)),
-            seq: AtomicU64::new(0),
             busy: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             liveness,
             on_complete: Box::new(on_complete),
             target,
+            limits: config.limits(),
             config,
         });
         let n = inner.config.workers;
@@ -247,9 +264,9 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
         self.producer.len()
     }
 
-    /// Jobs waiting for a retry.
+    /// Jobs waiting for a retry or a start token.
     pub fn retrying(&self) -> usize {
-        lock(&self.inner.retries).len()
+        lock(&self.inner.schedule).len()
     }
 
     /// Stops accepting jobs, lets the workers drain the queue and finish the jobs they took from
@@ -271,7 +288,7 @@ impl<T: SharedSteps + ?Sized> Executor<T> {
         let mut left = std::mem::take(&mut *lock(&self.inner.returned));
         let drain = lock(&self.inner.consumer).drain_after_close(&mut left, || true);
         debug_assert!(drain.is_complete());
-        left.extend(std::mem::take(&mut *lock(&self.inner.retries)).into_values());
+        left.extend(lock(&self.inner.schedule).take_all());
         tracing::info!(returned = left.len(), "offboarding executor stopped");
         left
     }
@@ -327,21 +344,12 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
 
     fn take_due_retries(&self) -> Vec<ClientOffboardingJob> {
         let now = self.now();
-        let mut retries = lock(&self.retries);
-        let due: Vec<(u64, u64)> = retries.range(..(now + 1, 0)).map(|(k, _)| *k).collect();
-        if due.is_empty() {
-            return Vec::new();
+        let mut schedule = lock(&self.schedule);
+        let jobs = schedule.take_due(now);
+        if !jobs.is_empty() {
+            crate::telemetry::retrying_jobs(schedule.len());
         }
-        let jobs: Vec<_> = due.into_iter().filter_map(|k| retries.remove(&k)).collect();
-        crate::telemetry::retrying_jobs(retries.len());
         jobs
-    }
-
-    fn park(&self, job: ClientOffboardingJob, due: u64) {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let mut retries = lock(&self.retries);
-        retries.insert((due, seq), job);
-        crate::telemetry::retrying_jobs(retries.len());
     }
 
     fn process(&self, job: ClientOffboardingJob) {
@@ -350,10 +358,17 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
             return;
         }
         let now = self.now();
-        if job.attempts() == 0 && !lock(&self.bucket).try_take(now) {
-            self.park(job, now + 10);
+        let admitted = {
+            let mut schedule = lock(&self.schedule);
+            let admitted = schedule.admit(job, now, &self.limits);
+            if admitted.is_none() {
+                crate::telemetry::retrying_jobs(schedule.len());
+            }
+            admitted
+        };
+        let Some(job) = admitted else {
             return;
-        }
+        };
         let committed = job.committed_at_ms();
         let mut steps = Batches {
             target: &*self.target,
@@ -366,15 +381,14 @@ impl<T: SharedSteps + ?Sized> Inner<T> {
             }
             Err(job) if self.stop.load(Ordering::Acquire) => lock(&self.returned).push(job),
             Err(job) => {
-                if let Some(e) = job.last_error() {
-                    crate::telemetry::step_failed(e.step);
-                }
-                let delay = ClientOffboardingJob::backoff_ms(
-                    job.attempts(),
-                    self.config.retry_backoff_ms,
-                    self.config.retry_max_backoff_ms,
-                );
-                self.park(job, self.now().saturating_add(delay));
+                let now = self.now();
+                let retry = {
+                    let mut schedule = lock(&self.schedule);
+                    let retry = schedule.retry(job, now, &self.limits);
+                    crate::telemetry::retrying_jobs(schedule.len());
+                    retry
+                };
+                self.target.on_retry(&retry);
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The job: its steps, their progress, retries, and completion.
 
+use crate::clock::BaseMs;
 use crate::liveness::record::OfflineCommitted;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, Registry};
 use crate::sync::Arc;
@@ -164,10 +165,10 @@ impl ClientOffboardingJob {
     }
 
     /// Mints the job for `record` from the proof that the caller committed it Offline.
-    pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at_ms: u64) -> Self {
+    pub(crate) fn from_commit(record: Arc<ClientLivenessRecord>, _proof: OfflineCommitted, at: BaseMs) -> Self {
         Self {
             record,
-            committed_at_ms: at_ms,
+            committed_at_ms: at.0,
             attempts: 0,
             done: 0,
             last_error: None,
@@ -304,6 +305,7 @@ mod tests {
     /// (the record's own evaluation, as the monitor applies it; building it through the monitor
     /// would make this module import the monitor, which imports it).
     fn offline_job() -> ClientOffboardingJob {
+        use crate::clock::LivenessMs;
         use crate::liveness::record::Evaluation;
         use crate::liveness::Ttls;
         let ttls = Ttls {
@@ -313,12 +315,15 @@ mod tests {
         let rec = Arc::new(ClientLivenessRecord::new(
             ClientId(1),
             Incarnation(1),
-            0,
+            LivenessMs(0),
             ttls.active_ms,
         ));
-        assert!(matches!(rec.evaluate(1_000, ttls, false), Evaluation::Suspected(..)));
-        match rec.evaluate(2_000, ttls, false) {
-            Evaluation::Offline(_, _, proof) => ClientOffboardingJob::from_commit(rec, proof, 2_000),
+        assert!(matches!(
+            rec.evaluate(LivenessMs(1_000), ttls, false),
+            Evaluation::Suspected { .. }
+        ));
+        match rec.evaluate(LivenessMs(2_000), ttls, false) {
+            Evaluation::Offline { proof, .. } => ClientOffboardingJob::from_commit(rec, proof, BaseMs(2_000)),
             other => panic!("expected the Offline commit at 2_000, got {other:?}"),
         }
     }
@@ -348,5 +353,44 @@ mod tests {
             assert_eq!(Step::parse(s.as_str()), Some(s));
         }
         assert_eq!(Step::parse("nope"), None);
+    }
+}
+
+/// Jobs for the tests of the offboarding modules: minted by each record's own evaluation, as the
+/// monitor applies it (building them through the monitor would make `offboarding` import the
+/// monitor, which imports it).
+#[cfg(all(test, not(loom)))]
+pub(super) mod tests_support {
+    use super::*;
+    use crate::clock::LivenessMs;
+    use crate::liveness::record::Evaluation;
+    use crate::liveness::Ttls;
+
+    /// The one job of each of clients `1..=n` (Suspected at 1_000, Offline at 2_000; not in any
+    /// registry) and an empty registry to complete them against.
+    pub(in crate::offboarding) fn jobs(n: u128) -> (Registry, Vec<ClientOffboardingJob>) {
+        let ttls = Ttls {
+            active_ms: 1_000,
+            suspicion_ms: 1_000,
+        };
+        let jobs = (1..=n)
+            .map(|id| {
+                let rec = Arc::new(ClientLivenessRecord::new(
+                    ClientId(id),
+                    Incarnation(1),
+                    LivenessMs(0),
+                    ttls.active_ms,
+                ));
+                assert!(matches!(
+                    rec.evaluate(LivenessMs(1_000), ttls, false),
+                    Evaluation::Suspected { .. }
+                ));
+                match rec.evaluate(LivenessMs(2_000), ttls, false) {
+                    Evaluation::Offline { proof, .. } => ClientOffboardingJob::from_commit(rec, proof, BaseMs(2_000)),
+                    other => panic!("expected the Offline commit at 2_000, got {other:?}"),
+                }
+            })
+            .collect();
+        (Registry::default(), jobs)
     }
 }

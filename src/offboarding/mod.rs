@@ -3,8 +3,9 @@
 //! `external_metadata` in order, then compare-and-erase the record).
 //!
 //! Each step records its completion in the job, so a failed attempt leaves the job retryable
-//! and a retry resumes at the failed step (invariant 17). The caller schedules retries with
-//! [`ClientOffboardingJob::backoff_ms`].
+//! and a retry resumes at the failed step (invariant 17). Retries, and the start rate, follow
+//! one [`schedule::Schedule`], whichever driver runs the job (the master inline, or the
+//! [`executor`]'s workers).
 //!
 //! A [`ClientOffboardingJob`] is a capability in the rustls sense: it is not `Clone`, has no
 //! public constructor, and the only way to mint one is to present the proof that the caller
@@ -26,8 +27,8 @@
 //! }
 //! ```
 //!
-//! Owns: the job capability, its step order and retries, the MPSC queue, the executor and its
-//! brakes. May not touch any master table: steps run through [`OffboardingSteps`] /
+//! Owns: the job capability, its step order, the retry schedule both drivers use
+//! ([`schedule`]), the MPSC queue, the executor and its brakes. May not touch any master table: steps run through [`OffboardingSteps`] /
 //! `SharedSteps`, which the embedder implements; the only write to liveness state is the final
 //! compare-and-erase of the job's own record in the registry.
 
@@ -55,15 +56,11 @@ pub fn prepare_client_offboarding(
     liveness: &Liveness,
     record: &Arc<ClientLivenessRecord>,
 ) -> Result<ClientOffboardingJob, PrepareError> {
-    let now = liveness.clock().now_ms();
-    match record.commit_offline(now, liveness.ttls()) {
-        Evaluation::Offline(_, _, proof) => {
+    let at = liveness.clock().base_now();
+    match record.commit_offline(liveness.clock().to_liveness(at), liveness.ttls()) {
+        Evaluation::Offline { proof, .. } => {
             liveness.note_suspected(-1);
-            Ok(ClientOffboardingJob::from_commit(
-                record.clone(),
-                proof,
-                liveness.clock().base().now_ms(),
-            ))
+            Ok(ClientOffboardingJob::from_commit(record.clone(), proof, at))
         }
         Evaluation::Retired => Err(PrepareError::AlreadyOffline),
         _ => Err(PrepareError::NotDue),
@@ -74,6 +71,7 @@ pub mod brakes;
 pub mod executor;
 mod job;
 pub mod queue;
+pub mod schedule;
 
 pub use job::{
     complete_client_offboarding, CleanupError, ClientOffboardingJob, Completed, NoResources, OffboardingSteps,

@@ -1,5 +1,9 @@
-//! MPSC batching queue: carries offboarding jobs from the producers (the monitor, the executor
-//! re-queueing retries) to the one consumer (the background offboarding workers' dispatcher).
+//! MPSC batching queue: carries offboarding jobs from the producers (whoever calls
+//! [`Executor::submit`](super::executor::Executor::submit): the master's tick handing on the jobs
+//! its Offline commits mint, a snapshot restore, an embedder's monitor sink) to the one consumer,
+//! which the executor's workers share behind a mutex held only for a `pop_batch`. A failed job
+//! does not come back through the queue: the executor parks it on its retry schedule
+//! (`offboarding/schedule.rs`) until it is due.
 //!
 //! # What it is
 //!

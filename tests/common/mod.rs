@@ -3,7 +3,9 @@
 
 pub mod executor;
 pub mod master;
+pub mod rig;
 pub mod rng;
+pub mod stepped;
 
 use mooncake_liveness::liveness::LostReason;
 use mooncake_liveness::{

@@ -194,7 +194,8 @@ impl Checker {
         // The start rate limit (decisions.md, "Mass offboarding"): a first attempt needs a
         // token; the master's jobs take them in its order (parked before fresh), and within
         // one tick no token comes back, so exactly min(tokens, first attempts) run and the rest
-        // wait for the next tick. The model checks the count and the priority.
+        // wait until the bucket next holds a token. The model checks the count and the
+        // priority.
         let job = |md: &Model, c: usize| {
             md.clients[c]
                 .rec
@@ -221,13 +222,17 @@ impl Checker {
                 !(fresh_ran && parked_waiting),
                 "start rate limit at {tau}: a fresh job took a token before a parked one: ran {order:?} of {first:?}"
             );
+            for _ in 0..tokens {
+                self.model.take_start_token();
+            }
             for c in first.iter().filter(|c| !order.contains(c)) {
                 self.model.defer(*c, tau);
             }
             due.retain(|c| !first.contains(c) || ran.contains(c));
-        }
-        for _ in 0..first.len().min(tokens) {
-            self.model.take_start_token();
+        } else {
+            for _ in 0..first.len() {
+                self.model.take_start_token();
+            }
         }
         let mut sorted = order.clone();
         sorted.sort();

@@ -10,7 +10,7 @@ use super::decode::{Cmd, Input};
 use super::executor::Executor;
 use super::names::{client_ids, state_of};
 use super::{time_limit, MAX_TIME_MS};
-use crate::clock::{Clock, ManualClock};
+use crate::clock::{BaseMs, Clock, LivenessMs, ManualClock};
 use crate::config::LivenessConfig;
 use crate::liveness::{Incarnation, LivenessState, PingStatus};
 use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
@@ -74,7 +74,7 @@ struct Real {
     batch_keys: Option<usize>,
     /// Per client: the incarnation whose current window was armed at least
     /// [`LEVEL_2_TICKS`] ahead, and the window's deadline (for the counts).
-    long_window: [Option<(u64, u64)>; CLIENTS],
+    long_window: [Option<(u64, LivenessMs)>; CLIENTS],
     /// Per client: the incarnation holding more keys than a `metadata` batch (for the counts).
     many_keys: [Option<u64>; CLIENTS],
     counts: Counts,
@@ -145,7 +145,7 @@ impl Real {
     /// Notes, for the counts, which incarnations hold a window armed on wheel level ≥ 2 and
     /// which hold more keys than one `metadata` batch.
     fn observe(&mut self) {
-        let now = self.m.liveness().clock().now_ms(); // deadlines are liveness-clock times
+        let now = self.m.liveness().clock().now(); // deadlines are liveness-clock times
         let far = LEVEL_2_TICKS * self.tick_ms;
         let ids = client_ids(&self.m);
         for (c, id) in ids.into_iter().enumerate() {
@@ -153,8 +153,8 @@ impl Real {
                 continue;
             };
             let word = rec.word();
-            if word.state() != LivenessState::Offline && word.deadline_ms() >= now + far {
-                self.long_window[c] = Some((rec.incarnation().0, word.deadline_ms()));
+            if word.state() != LivenessState::Offline && word.deadline() >= now.saturating_add(far) {
+                self.long_window[c] = Some((rec.incarnation().0, word.deadline()));
             }
             if let Some(batch) = self.batch_keys {
                 let keys: usize = self
@@ -184,7 +184,7 @@ impl Real {
             match e {
                 MasterEvent::Transition(t) if t.from != LivenessState::Suspected || t.to != LivenessState::Active => {
                     let Some(c) = index(t.client) else { continue };
-                    let at = self.m.liveness().clock().to_liveness_ms(t.at_ms);
+                    let at = self.m.liveness().clock().to_liveness(BaseMs(t.at_ms));
                     if self.long_window[c].is_some_and(|(inc, d)| inc == t.incarnation.0 && d <= at) {
                         self.counts.bump(|c| &mut c.level2_expiries, 1);
                         self.long_window[c] = None;
@@ -274,7 +274,7 @@ impl Real {
             }
             Cmd::ReloadTtls(active, suspicion) => {
                 // A shorter active TTL too: it once made the monitor commit Suspected late
-                // (fixed; `master_defects::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
+                // (fixed; `monitor_timing::a_client_recovered_after_the_active_ttl_shrinks_is_suspected_on_time`).
                 let active = *active;
                 let config = LivenessConfig {
                     active_ttl_ms: active,

@@ -35,16 +35,20 @@ impl Model {
         }
     }
 
-    /// A first attempt of client `c`'s job found no start token at `now`: it is parked in the
-    /// master until the next tick.
+    /// A first attempt of client `c`'s job found no start token at `now` (after the tick's
+    /// tokens were taken): it is parked in the master until the bucket next holds a whole
+    /// token, the first tick at or after that time runs it (`offboarding/schedule.rs`, rule 2).
     pub(crate) fn defer(&mut self, c: usize, now: u64) {
-        let tick = self.cfg.tick_ms;
+        let (rate, _) = self.cfg.start_rate.expect("deferred by a start rate limit");
+        let (milli, _) = self.bucket.expect("the bucket was filled by `start_tokens`");
+        // `rate` jobs/s refill `rate` millitokens per ms.
+        let wait = 1_000u64.saturating_sub(milli).div_ceil(rate.max(1)).max(1);
         let job = self.clients[c]
             .rec
             .as_mut()
             .and_then(|r| r.job.as_mut())
             .expect("a due job");
-        job.due = now + tick;
+        job.due = now + wait;
         job.fresh = false;
     }
     /// The liveness transitions of the tick at `now`, by client (the timing rule).

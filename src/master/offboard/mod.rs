@@ -8,8 +8,9 @@
 //! # Who runs a job ([`OffboardingDriver`])
 //!
 //! - `Inline` (`offboarding_mode: sync`): the tick that commits Offline runs the first attempt;
-//!   a failed job is parked until `backoff·2^(k−1)` (capped) after failure k and retried by the
-//!   first tick at or after that time.
+//!   a failed job is parked until `backoff·2^(k−1)` (capped) after failure k, a first attempt
+//!   that finds no start token until the bucket next holds one, and the first tick at or after
+//!   that time runs it: the rules of [`Schedule`], the same as the `Workers`' executor.
 //! - `Workers` (`offboarding_mode: async`): the master starts `offboarding_workers` threads (an
 //!   [`Executor`](crate::offboarding::executor::Executor)) and hands them every job its ticks
 //!   mint, every job restored from a snapshot and every job handed back; the workers own the
@@ -30,7 +31,7 @@
 //!
 //! | file | owns | locks |
 //! |---|---|---|
-//! | `mod.rs` | the drivers, the parked jobs, the outbox, scratch, the inline attempt and its backoff, the start rate limit | the `offboarding` leaf, alone |
+//! | `mod.rs` | the drivers, the parked jobs (a [`Schedule`]: retries, the start rate limit), the outbox, scratch, the inline attempt | the `offboarding` leaf, alone |
 //! | `steps` | the five steps over the master's tables, fault injection | one shard at a time → leaves; the `gate` shared for the unmounting steps |
 //! | `pool` | the `Workers` driver: the [`Executor`](crate::offboarding::executor::Executor) the master starts and stops | the `pool` leaf, then the `offboarding` leaf (never the reverse) |
 //!
@@ -47,7 +48,7 @@ use steps::Inline;
 
 use super::{lock, MasterCore, MasterEvent};
 use crate::liveness::{ClientId, Incarnation};
-use crate::offboarding::brakes::TokenBucket;
+use crate::offboarding::schedule::{Limits, Schedule};
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, Step};
 use std::collections::BTreeMap;
 
@@ -78,16 +79,14 @@ impl OffboardingDriver {
 /// The master's offboarding state (a leaf lock).
 #[derive(Debug, Default)]
 pub(super) struct Offboarding {
-    /// Jobs parked: waiting for a retry or a rate-limit token (inline), or handed back /
-    /// restored and not yet handed on, by (due time, sequence).
-    pending: BTreeMap<(u64, u64), ClientOffboardingJob>,
-    seq: u64,
+    /// Jobs parked: waiting for a retry or a start token (inline), or handed back / restored
+    /// and not yet handed on; with the inline driver's start bucket.
+    schedule: Schedule,
     /// Injected failures left per step (`fail_step`).
     faults: BTreeMap<Step, u32>,
     /// Per-incarnation inputs of the later steps, kept in the master (not in the job) so a
     /// snapshot captures them and a job restarted from fewer steps still converges.
     pub(super) scratch: BTreeMap<(ClientId, Incarnation), Scratch>,
-    bucket: Option<TokenBucket>,
     driver: Option<OffboardingDriver>,
     /// `Outbox`: jobs waiting for the embedder's executor.
     outbox: Vec<ClientOffboardingJob>,
@@ -97,13 +96,7 @@ pub(super) struct Offboarding {
 
 impl Offboarding {
     fn park(&mut self, job: ClientOffboardingJob, due: u64) {
-        self.seq += 1;
-        self.pending.insert((due, self.seq), job);
-    }
-
-    fn take_due(&mut self, now: u64) -> Vec<ClientOffboardingJob> {
-        let due: Vec<(u64, u64)> = self.pending.range(..(now + 1, 0)).map(|(k, _)| *k).collect();
-        due.into_iter().filter_map(|k| self.pending.remove(&k)).collect()
+        self.schedule.park(job, due);
     }
 
     fn driver(&self) -> OffboardingDriver {
@@ -157,21 +150,31 @@ impl MasterCore {
     /// Jobs parked in the master (failed or rate-limited, handed back or restored).
     pub fn pending_jobs(&self) -> Vec<(ClientId, PendingJob)> {
         lock(&self.offboarding)
-            .pending
-            .iter()
-            .map(|((due, _), job)| (job.client(), pending_job(job, *due)))
+            .schedule
+            .parked()
+            .map(|(due, job)| (job.client(), pending_job(job, due)))
             .collect()
     }
 
     /// The parked job of `(client, incarnation)`, as the diagnostic query shows it.
     pub(super) fn pending_job_of(&self, client: ClientId, inc: Incarnation) -> Option<PendingJob> {
         let off = lock(&self.offboarding);
-        let parked = off.pending.iter().map(|((due, _), j)| (j, *due));
-        let queued = off.outbox.iter().map(|j| (j, 0));
-        parked
-            .chain(queued)
-            .find(|(j, _)| j.client() == client && j.incarnation() == inc)
+        let parked = off.schedule.parked().map(|(due, j)| (j, due));
+        let mut jobs = parked.chain(off.outbox.iter().map(|j| (j, 0)));
+        jobs.find(|(j, _)| j.client() == client && j.incarnation() == inc)
             .map(|(j, due)| pending_job(j, due))
+    }
+
+    /// The snapshot's `clients` and `vacant` sections ([`crate::persist::client_sections`]),
+    /// with the progress of the jobs parked here or waiting in the outbox (a job on a worker
+    /// is listed "not started": steps are idempotent). Holds the `offboarding` leaf while it
+    /// reads the registry, which takes no lock.
+    pub(super) fn client_sections(&self) -> (Vec<crate::snapshot::ClientSnap>, Vec<(u128, u64)>) {
+        let off = lock(&self.offboarding);
+        crate::persist::client_sections(
+            &self.live,
+            off.schedule.parked().map(|(_, j)| j).chain(off.outbox.iter()),
+        )
     }
 
     /// Was `segment` unmounted by an offboarding job of a client other than `asker` that has not
@@ -209,8 +212,9 @@ impl MasterCore {
     pub(super) fn oldest_pending_age(&self, now: u64) -> u64 {
         let off = lock(&self.offboarding);
         let oldest = off
-            .pending
-            .values()
+            .schedule
+            .parked()
+            .map(|(_, j)| j)
             .chain(off.outbox.iter())
             .map(|j| j.committed_at_ms())
             .min();
@@ -235,7 +239,7 @@ impl MasterCore {
         let now = self.now_ms();
         let (driver, mut jobs) = {
             let mut off = lock(&self.offboarding);
-            (off.driver(), off.take_due(now))
+            (off.driver(), off.schedule.take_due(now))
         };
         jobs.extend(fresh);
         match driver {
@@ -249,12 +253,13 @@ impl MasterCore {
         }
     }
 
-    /// Inline: one attempt of `job` now; a failure is parked on the backoff schedule.
+    /// Inline: one attempt of `job` now, if the [`Schedule`] admits it (a first attempt needs a
+    /// start token); a failure is parked for its retry.
     fn attempt(&self, job: ClientOffboardingJob, now: u64) {
-        if job.attempts() == 0 && !self.take_start_token(now) {
-            lock(&self.offboarding).park(job, now + self.tick_ms);
+        let limits = Limits::from_config(&self.live.config().load());
+        let Some(job) = lock(&self.offboarding).schedule.admit(job, now, &limits) else {
             return;
-        }
+        };
         let committed_at = job.committed_at_ms();
         match complete_client_offboarding(&mut Inline(self), self.live.registry(), job) {
             Ok(done) => {
@@ -267,33 +272,16 @@ impl MasterCore {
                 })
             }
             Err(job) => {
-                let step = job.last_error().map_or(Step::Metadata, |e| e.step);
+                let retry = lock(&self.offboarding).schedule.retry(job, now, &limits);
                 self.record(MasterEvent::OffboardingRetry {
-                    client: job.client(),
-                    incarnation: job.incarnation(),
-                    step,
-                    attempt: job.attempts(),
+                    client: retry.client,
+                    incarnation: retry.incarnation,
+                    step: retry.step,
+                    attempt: retry.attempt,
                     at_ms: now,
                 });
-                let config = self.live.config().load();
-                let delay = ClientOffboardingJob::backoff_ms(
-                    job.attempts(),
-                    config.offboarding_retry_backoff_ms,
-                    config.offboarding_retry_max_backoff_ms,
-                );
-                drop(config);
-                lock(&self.offboarding).park(job, now.saturating_add(delay));
             }
         }
-    }
-
-    fn take_start_token(&self, now: u64) -> bool {
-        let config = self.live.config().load();
-        let mut off = lock(&self.offboarding);
-        let bucket = off
-            .bucket
-            .get_or_insert_with(|| TokenBucket::new(config.offboarding_rate_per_sec, config.offboarding_burst, now));
-        bucket.try_take(now)
     }
 }
 

@@ -39,18 +39,20 @@ impl std::fmt::Debug for Pool {
 }
 
 #[cfg(not(loom))]
-/// The workers' view of the master. A failed step is counted in [`Stats`] here (the
-/// executor exports the metric and schedules the retry), so `stats().step_failures` agrees
-/// with the metrics in both offboarding modes.
+/// The workers' view of the master. A failed attempt the executor's [`Schedule`] parks for a
+/// retry (and counts in the metrics) is counted in [`Stats`] here, as the inline driver's
+/// `offboarding_retry` event counts it, so `stats().step_failures` agrees with the metrics in
+/// both offboarding modes.
 ///
 /// [`Stats`]: crate::telemetry::Stats
+/// [`Schedule`]: crate::offboarding::schedule::Schedule
 impl SharedSteps for MasterCore {
     fn run_step(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
-        let r = self.run_step_shared(step, job);
-        if r.is_err() {
-            self.count_step_failure(step);
-        }
-        r
+        self.run_step_shared(step, job)
+    }
+
+    fn on_retry(&self, retry: &crate::offboarding::schedule::Retry) {
+        self.count_step_failure(retry.step);
     }
 }
 

@@ -12,7 +12,7 @@ use super::super::object::{Object, ReplicaKind};
 use super::super::offboard::Scratch;
 use super::super::task::Task;
 use super::super::{lock, LocalDisk, MasterCore};
-use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation};
+use crate::liveness::{ClientId, Incarnation};
 use crate::snapshot::*;
 
 /// The first 16 bytes of `key`, zero-padded, as a big-endian number. When two keys' prefixes
@@ -61,31 +61,10 @@ impl MasterCore {
         let local_disks = lock(&self.local_disks).values().map(local_disk_snap).collect();
         let external = lock(&self.external).entries();
         let (objects, tasks) = self.shard_snaps();
-        let clients = self
-            .live
-            .registry()
-            .records()
-            .iter()
-            .map(|rec| ClientSnap {
-                id: rec.client().0,
-                incarnation: rec.incarnation().0,
-                ready: rec.is_ready(),
-                job: self.job_snap(rec),
-            })
-            .collect::<Vec<ClientSnap>>();
-        // The records and the vacant slots are two reads of the registry, and a job's final
-        // compare-and-erase takes no gate: it can vacate a client between them. Such a client
-        // was captured above Offline with its job (which the restored master runs again), so
-        // its later vacant slot is dropped; keeping both made the snapshot unrestorable
-        // ("client listed twice"; found by loom_tests/master_snapshot_vs_offboarding.rs).
-        let vacant = self
-            .live
-            .registry()
-            .vacant()
-            .into_iter()
-            .filter(|(c, _)| !clients.iter().any(|k| k.id == c.0))
-            .map(|(c, n)| (c.0, n.0))
-            .collect();
+        // The liveness sections as `persist` takes them (a job's final compare-and-erase takes no
+        // gate: `persist::client_sections` drops the vacant slot of a client it also captured),
+        // with the progress of the jobs parked in the master.
+        let (clients, vacant) = self.client_sections();
         let names = self
             .names
             .all()
@@ -132,20 +111,6 @@ impl MasterCore {
             external,
             scratch,
         }
-    }
-
-    fn job_snap(&self, rec: &ClientLivenessRecord) -> Option<JobSnap> {
-        if crate::eligibility::accepts_callbacks(rec) {
-            return None;
-        }
-        let (steps_done, attempts) = self
-            .pending_job_of(rec.client(), rec.incarnation())
-            .map_or((Vec::new(), 0), |j| (j.steps_done, j.attempts));
-        Some(JobSnap {
-            steps_done,
-            attempts,
-            committed_at_ms: self.live.clock().base().now_ms(),
-        })
     }
 
     fn segment_snaps(&self) -> Vec<SegmentSnap> {

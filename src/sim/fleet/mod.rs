@@ -87,7 +87,7 @@ pub use report::{FalseOffboardCauses, Latency, PolicyReport, SimReport, SweepCel
 pub use scenario::Scenario;
 pub use workload::{CrashEvent, PartitionEvent, StallEvent, Traffic, Trouble, WorkloadSummary};
 
-use crate::config::LivenessConfig;
+use crate::config::{resolve, CliOverrides, ConfigError, RawConfig, Resolved};
 use counters::Metrics;
 use indicatif::{ProgressBar, ProgressStyle};
 use run::Job;
@@ -104,14 +104,16 @@ pub struct SimOptions {
     pub duration_s: u64,
     /// Seed of every random stream.
     pub seed: u64,
-    /// Active TTL override, seconds (also the legacy TTL). Overriding it also sets
-    /// `stall_bound_ms` to half of it.
-    pub active_ttl_s: Option<f64>,
-    /// Suspicion TTL override, seconds (`rfc`, `rfc+brakes`).
-    pub suspicion_ttl_s: Option<f64>,
-    /// Base configuration (`--config`); the library defaults when `None`. Each policy then sets
-    /// its suspicion TTL (legacy) and brakes.
-    pub config: Option<LivenessConfig>,
+    /// The configuration file the policies start from (`--config`: a master.yaml / master.json),
+    /// if any. With [`config_flags`](Self::config_flags) it is resolved by
+    /// [`config::resolve`](crate::config::resolve), the master's own rules (precedence, legacy
+    /// aliases, the inherited suspicion TTL, the stall bound of half the resolved active TTL
+    /// unless given): [`SimOptions::resolved_config`]. Each policy then sets its brakes (and a
+    /// legacy policy its single TTL).
+    pub config_file: Option<RawConfig>,
+    /// The command line's configuration (`--client_active_ttl_sec` / `--active-ttl`, ...),
+    /// over the file. The active TTL is also legacy's `client_ttl`.
+    pub config_flags: CliOverrides,
     /// Policies to run, in report order; empty means all of [`Policy::ALL`].
     pub policies: Vec<Policy>,
     /// A recorded heartbeat log instead of the synthetic fleet.
@@ -129,9 +131,8 @@ impl Default for SimOptions {
             clients: 2_000,
             duration_s: 300,
             seed: 42,
-            active_ttl_s: None,
-            suspicion_ttl_s: None,
-            config: None,
+            config_file: None,
+            config_flags: CliOverrides::default(),
             policies: Policy::ALL.to_vec(),
             heartbeats: None,
             trouble: Trouble::default(),
@@ -216,19 +217,19 @@ impl SimOptions {
             check(self.clients >= 1, "clients must be at least 1")?;
             check(self.duration_s >= 1, "duration_s must be at least 1")?;
         }
-        for (name, v) in [
-            ("active TTL", self.active_ttl_s),
-            ("suspicion TTL", self.suspicion_ttl_s),
-        ] {
-            let ok = v.is_none_or(|s| positive(s) && s * 1000.0 >= 0.5);
-            check(ok, &format!("{name} must be > 0 s"))?;
-        }
+        self.resolved_config().map_err(|e| e.to_string())?;
         validate_trouble(&self.trouble)?;
         validate_traffic(&self.traffic)?;
         for p in self.policies_or_all() {
             p.config(self).validate().map_err(|e| format!("{p}: {e}"))?;
         }
         Ok(())
+    }
+
+    /// The configuration sources resolved by [`config::resolve`](crate::config::resolve): the
+    /// configuration every policy starts from, with resolution's warnings.
+    pub fn resolved_config(&self) -> Result<Resolved, ConfigError> {
+        resolve(self.config_file.as_ref(), &self.config_flags)
     }
 
     fn policies_or_all(&self) -> Vec<Policy> {
@@ -319,7 +320,7 @@ pub fn run(opts: &SimOptions, progress: bool) -> SimReport {
     }
     let w = opts.workload();
     let policies = opts.policies_or_all();
-    let configs: Vec<LivenessConfig> = policies.iter().map(|p| p.config(opts)).collect();
+    let configs: Vec<crate::config::LivenessConfig> = policies.iter().map(|p| p.config(opts)).collect();
     let jobs: Vec<Job> = policies
         .iter()
         .zip(&configs)
@@ -372,8 +373,11 @@ pub fn sweep(opts: &SimOptions, actives: &[f64], suspicions: &[f64], progress: b
         for &s in &suspicions {
             assert!(positive(a) && positive(s), "sweep TTLs must be > 0, got {a} + {s}");
             let cell = SimOptions {
-                active_ttl_s: Some(a),
-                suspicion_ttl_s: Some(s),
+                config_flags: CliOverrides {
+                    client_active_ttl_sec: Some(a),
+                    client_suspicion_ttl_sec: Some(s),
+                    ..opts.config_flags.clone()
+                },
                 heartbeats: None,
                 ..opts.clone()
             };

@@ -4,7 +4,6 @@
 //!
 //! [`LegacyMonitor`]: crate::sim::legacy::LegacyMonitor
 
-use super::workload::ms;
 use super::SimOptions;
 use crate::config::LivenessConfig;
 use crate::sim::legacy::LegacyMonitor;
@@ -60,20 +59,20 @@ impl Policy {
         matches!(self, Policy::Legacy | Policy::Legacy30 | Policy::Legacy60)
     }
 
+    /// # Panics
+    /// If the options' configuration does not resolve ([`SimOptions::validate`] reports it).
     fn base(opts: &SimOptions) -> LivenessConfig {
-        let mut c = opts.config.clone().unwrap_or_default();
-        if let Some(a) = opts.active_ttl_s {
-            c.active_ttl_ms = ms(a).max(1);
-            c.stall_bound_ms = (c.active_ttl_ms / 2).max(1);
+        match opts.resolved_config() {
+            Ok(resolved) => resolved.config,
+            Err(e) => panic!("invalid simulation configuration: {e}"),
         }
-        if let Some(s) = opts.suspicion_ttl_s {
-            c.suspicion_ttl_ms = ms(s).max(1);
-        }
-        c
     }
 
     /// Main's `client_ttl` for a legacy policy, ms: the active TTL (`legacy`), active +
     /// suspicion TTL (`legacy@30s`), 60 s (`legacy@60s`); `None` for the rfc policies.
+    ///
+    /// # Panics
+    /// If the options' configuration does not resolve ([`SimOptions::validate`] reports it).
     pub fn legacy_ttl_ms(self, opts: &SimOptions) -> Option<u64> {
         let c = Self::base(opts);
         match self {
@@ -84,15 +83,17 @@ impl Policy {
         }
     }
 
-    /// The configuration the reference master runs with, from the options' base configuration
-    /// (`--config`, else the library defaults) and TTL overrides.
+    /// The configuration the reference master runs with: the options' configuration sources
+    /// resolved by [`config::resolve`](crate::config::resolve) ([`SimOptions::resolved_config`]),
+    /// with this policy's brakes.
     ///
-    /// An active TTL override also resets `stall_bound_ms` to half of it (the library's rule
-    /// for an unset bound); the suspicion TTL override applies to `rfc` and `rfc+brakes`. For a
-    /// legacy policy the library's own liveness never acts
+    /// For a legacy policy the library's own liveness never acts
     /// ([`LegacyMonitor::master_config`]); main's monitor decides. Offboarding always runs
     /// synchronously in the simulator (the master's own mode), whatever `offboarding_mode`
     /// says; its rate limit and retry settings apply.
+    ///
+    /// # Panics
+    /// If the options' configuration does not resolve ([`SimOptions::validate`] reports it).
     pub fn config(self, opts: &SimOptions) -> LivenessConfig {
         let mut c = Self::base(opts);
         if self.is_legacy() {

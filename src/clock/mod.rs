@@ -8,6 +8,12 @@
 //!   deadline is stored on this clock, so adding the stall to the credit extends every deadline
 //!   by the stall at once, in O(1) (invariant 5), without touching a single record.
 //!
+//! Two kinds of time, two types: [`BaseMs`] (a base clock's reading: event times, the stall
+//! detector's tick times) and [`LivenessMs`] (the liveness clock's: every deadline in a word).
+//! Neither converts into the other by `From`; the one crossing is [`LivenessClock::to_liveness`]
+//! (and [`LivenessClock::now`]), where the stall credit is applied. Durations (TTLs, the tick,
+//! a stall) are plain `u64` milliseconds and add to either.
+//!
 //! Ground rules for [`LivenessClock`]: only the monitor writes `credit_ms` (`fetch_add`, Release);
 //! signal paths read it (Acquire). A signal that reads the credit just before the monitor adds a
 //! stall stores a deadline that is later than it needs to be; the error is always in the
@@ -15,6 +21,10 @@
 //!
 //! Owns: time and the stall credit. Imports only `sync`; may not touch liveness state: deadlines
 //! are stored in the records' words by the record's own CAS loops, read against this clock.
+
+mod time;
+
+pub use time::{BaseMs, LivenessMs};
 
 use crate::sync::{AtomicU64, Ordering};
 use std::fmt;
@@ -31,6 +41,12 @@ impl Tick {
     /// The tick containing millisecond `ms` (floor), for a tick of `tick_ms`.
     pub fn of_ms(ms: u64, tick_ms: u64) -> Tick {
         Tick(ms / tick_ms.max(1))
+    }
+
+    /// The tick containing liveness time `t` (floor), for a tick of `tick_ms`: the monitor's
+    /// ticks are on the liveness clock.
+    pub fn of(t: LivenessMs, tick_ms: u64) -> Tick {
+        Self::of_ms(t.0, tick_ms)
     }
 }
 
@@ -129,15 +145,20 @@ impl<C: Clock> LivenessClock<C> {
         &self.base
     }
 
-    /// Liveness milliseconds: base time minus every stall detected so far.
-    pub fn now_ms(&self) -> u64 {
-        let credit = self.credit_ms.load(Ordering::Acquire);
-        self.base.now_ms().saturating_sub(credit)
+    /// Liveness time now: base time minus every stall detected so far.
+    pub fn now(&self) -> LivenessMs {
+        self.to_liveness(self.base_now())
     }
 
-    /// Converts a base-clock reading to liveness time.
-    pub fn to_liveness_ms(&self, base_ms: u64) -> u64 {
-        base_ms.saturating_sub(self.credit_ms.load(Ordering::Acquire))
+    /// The base clock's time now.
+    pub fn base_now(&self) -> BaseMs {
+        BaseMs(self.base.now_ms())
+    }
+
+    /// Converts a base-clock reading to liveness time: the one place the stall credit is
+    /// applied.
+    pub fn to_liveness(&self, base: BaseMs) -> LivenessMs {
+        LivenessMs(base.0.saturating_sub(self.credit_ms.load(Ordering::Acquire)))
     }
 
     /// Total stall time excluded so far.
@@ -163,6 +184,19 @@ mod tests {
     }
 
     #[test]
+    fn times_add_durations_and_measure_spans_saturating() {
+        assert_eq!(LivenessMs(5).saturating_add(10), LivenessMs(15));
+        assert_eq!(LivenessMs(u64::MAX).saturating_add(1), LivenessMs(u64::MAX));
+        assert_eq!(
+            (LivenessMs(15).since(LivenessMs(5)), LivenessMs(5).since(LivenessMs(15))),
+            (10, 0)
+        );
+        assert_eq!(BaseMs(7).saturating_add(3), BaseMs(10));
+        assert_eq!((BaseMs(15).since(BaseMs(5)), BaseMs(5).since(BaseMs(15))), (10, 0));
+        assert_eq!(Tick::of(LivenessMs(250), 100), Tick(2));
+    }
+
+    #[test]
     fn manual_clock_is_monotonic() {
         let c = ManualClock::new(5);
         c.advance_ms(10);
@@ -177,8 +211,9 @@ mod tests {
     fn liveness_clock_subtracts_stalls() {
         let l = LivenessClock::new(ManualClock::new(1_000));
         l.add_stall_ms(300);
-        assert_eq!(l.now_ms(), 700);
-        assert_eq!(l.to_liveness_ms(2_000), 1_700);
+        assert_eq!(l.now(), LivenessMs(700));
+        assert_eq!(l.base_now(), BaseMs(1_000));
+        assert_eq!(l.to_liveness(BaseMs(2_000)), LivenessMs(1_700));
         assert_eq!(l.credit_ms(), 300);
     }
 }
