@@ -496,4 +496,18 @@ fn default_scenario() {
         assert_eq!(causes(p).master_pause, 0, "{}", p.policy);
     }
     assert_eq!((b.stalls_credited, b.mass_suspicion_brake_engagements), (1, 1));
+    // The README shows this run's table: it must be what the binary prints now, line for line
+    // (it had drifted: 21,035 objects shown, 21,016 printed).
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let shown = readme
+        .split("```text\n")
+        .find(|block| block.starts_with("scenario stress"))
+        .and_then(|block| block.split("```").next())
+        .expect("README.md shows the stress scenario's table in a ```text block");
+    assert_eq!(
+        shown.trim_end(),
+        r.table().trim_end(),
+        "README.md's simulate table differs from what `simulate` prints now: regenerate it with \
+         `cargo run --release -- simulate`"
+    );
 }
