@@ -161,6 +161,12 @@ def markdown(rows, kinds, versions, date, active_s, suspicion_s, rejudged=False)
                 cells += ["not run", "not run"]
                 continue
             record, tb, pred, fails, by, ours = run
+            if tb is None or pred is None:
+                # The run could not be compared (e.g. the real monitor's ticks could not be
+                # placed on a loaded machine): say so, and why, instead of failing to report.
+                why = "; ".join(fails) if fails else "not compared"
+                cells += ["not compared", f"**(differs: {why})**"]
+                continue
             mcell = cell(record, tb, pred)
             if fails:
                 mcell += " **(differs: " + "; ".join(fails) + ")**"
