@@ -21,12 +21,12 @@ OBJECTS = 200
 BARRIER = (
     "the remount barrier: a segment name belongs to one client at a time, and a name held by an "
     "Active, Suspected or offboarding incarnation is refused to another client id "
-    "(docs/trace-format.md's mount rule, src/docs/guarantees.rs \"Exclusion\"); upstream keys segments by id "
+    "(docs/trace-format.md's mount rule, core/src/docs/guarantees.rs \"Exclusion\"); upstream keys segments by id "
     "and lets a new client id mount the same name (mooncake-store/src/segment.cpp MountSegment, c19e7c52f)"
 )
 STALL_BRAKE = (
     "the stall brake: a tick later than the stall bound credits the gap to every deadline "
-    "(decisions.md \"Master stalls\", src/docs/guarantees.rs \"What each brake can and cannot see\"); upstream has no brake"
+    "(decisions.md \"Master stalls\", core/src/docs/guarantees.rs \"What each brake can and cannot see\"); upstream has no brake"
 )
 
 

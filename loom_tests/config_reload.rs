@@ -7,7 +7,7 @@
 //!
 //! Checked: after both reloads return, `ttls()` equals the TTLs of `load()`, and the
 //! winner is one of the two configurations. Both winners must be reachable (the race is real).
-//! Remove the lock in `src/config/handle.rs` and this model fails.
+//! Remove the lock in `core/src/config/handle.rs` and this model fails.
 #![cfg(loom)]
 
 mod common;

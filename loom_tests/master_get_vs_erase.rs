@@ -14,7 +14,7 @@
 //! every schedule the master balances (tests/invariants/mod.rs) and `a0` is gone.
 //! Outcomes that must all be reached: each of `k0`'s three answers.
 //!
-//! Can it fail? If `readable` (src/master/data.rs) described every replica instead of the
+//! Can it fail? If `readable` (master/src/master/data.rs) described every replica instead of the
 //! serving ones, a Get starting after the Suspected commit would return `a0` and the check
 //! "Get after the victim stopped being Active returned a0" would fire. Demonstrated
 //! 2026-12-03 at bound 3: with `readable`'s filter replaced by `|_| true`, the model fails in

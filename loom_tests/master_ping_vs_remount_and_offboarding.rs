@@ -29,7 +29,7 @@
 //! check now follows invariant 7's timing. A deliberate break of the master (e.g.
 //! `Liveness::ping` answering `OK` on `Applied::Offline`) fails the "Ping OK at t but
 //! Offline before t + A + S" check. Demonstrated 2026-12-03: with the `Applied::Offline =>
-//! need_remount` arm of `Liveness::ping` (src/liveness/mod.rs) removed, so an Offline record
+//! need_remount` arm of `Liveness::ping` (core/src/liveness/mod.rs) removed, so an Offline record
 //! answers by readiness, the model fails in 0.8 s with "Ping OK at 10 but incarnation 1 went
 //! Offline at Some(30)"; the broken code was not committed.
 //!

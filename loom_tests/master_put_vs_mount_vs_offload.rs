@@ -10,7 +10,7 @@
 //!
 //! Checked at the end of every schedule: all three return (loom reports a deadlock if the
 //! threads block each other for good), the Put succeeded, and the master balances. In debug
-//! builds of the normal test suite the lock-order check (src/sync.rs) catches the inversion
+//! builds of the normal test suite the lock-order check (core/src/sync.rs) catches the inversion
 //! on any interleaving; loom's `RwLock` does not queue a writer ahead of new readers as std's
 //! does, so this model checks that the three paths complete and leave the master consistent
 //! rather than reproducing std's writer-priority deadlock. Outcomes that must all be reached:

@@ -17,7 +17,7 @@
 //! Outcomes that must all be reached: the Put handed out `a0` (the sweep or the re-check removed
 //! it later) and the Put did not hand out `a0` (it saw `a` non-Active, or its re-check undid it).
 //!
-//! Can it fail? Yes: with the re-check in `undo_raced_allocations` (src/master/data.rs) made a
+//! Can it fail? Yes: with the re-check in `undo_raced_allocations` (master/src/master/data.rs) made a
 //! no-op, it fails at once ("k0 still references the offboarded a0": the racing key, here `k0`):
 //! the Put's `try_reserve` passes its lifecycle check, `drop_segment` stores `Unmounting`,
 //! empties `a0`'s key index and unmounts it, then the Put publishes its replica on `a0`.

@@ -19,7 +19,7 @@
 //! the snapshot can hold the victim.
 //!
 //! Can it fail? It did, on the real master as merged (c814f7a), twice (both fixed in
-//! src/master/snapshot/cut.rs): (1) the job's final compare-and-erase takes no gate, so it could
+//! master/src/master/snapshot/cut.rs): (1) the job's final compare-and-erase takes no gate, so it could
 //! vacate the victim between the snapshot's read of the records (victim Offline with its job)
 //! and its read of the vacant slots: `Master::restore` refused "client 1 listed twice";
 //! (2) the `metadata` batch takes no gate either, so a victim captured before its Offline commit

@@ -1,5 +1,5 @@
 //! Race: a Ping against the monitor tick at the deadline of an entry that reached level 0 by a
-//! *paced* cascade (monitor wheel, `src/monitor/wheel/mod.rs`).
+//! *paced* cascade (monitor wheel, `core/src/monitor/wheel/mod.rs`).
 //!
 //! Invariant 4 (a transition commits at the first tick with `now >= deadline`, never early, at
 //! most one tick late) through the wheel's cascades: the active TTL is 200 ticks, so the first
@@ -7,7 +7,7 @@
 //! cascade of the tick at 128, when slot 3 becomes the next level-1 slot (a tick moves
 //! `ceil(len / 64)` entries; with one entry, all of it). The re-armed entry (the ping moved the
 //! deadline to 400) then cascades again, in full, in a poll that jumps over its slot's start.
-//! The wheel's own tests check the pacing itself at scale (`src/monitor/wheel/tests.rs`).
+//! The wheel's own tests check the pacing itself at scale (`core/src/monitor/wheel/tests.rs`).
 //!
 //! Allowed outcomes (a serial order of the ping's CAS and the tick's):
 //! - **ping first**: the tick finds a deadline 200 ticks out and re-arms; no transition.

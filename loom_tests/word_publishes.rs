@@ -1,7 +1,7 @@
 //! Publication through the word: what a path wrote before it changed an incarnation's word is
 //! visible to a reader that acted on the new state.
 //!
-//! The record's ground rules ("Orderings", `src/liveness/record.rs`) promise it: the transition
+//! The record's ground rules ("Orderings", `core/src/liveness/record.rs`) promise it: the transition
 //! CAS is `AcqRel`, and every read of the state is an `Acquire` load, so "a reader that sees
 //! Active also sees everything published before the last recovery", and a reader that sees
 //! Offline sees everything the monitor did before the commit. Each model below writes data with

@@ -181,7 +181,7 @@ TARGETS = [
      at_most("monitor/mass_expiry_100k", "monitor/full_scan_1m", 0.2)),
     # Issue 18 offers two ways: our queue at least as fast as SegQueue, or ours deleted and
     # crossbeam's queue behind the same batching API, the bench then comparing the batching
-    # wrapper with a plain consumer loop. We took the second (src/offboarding/queue.rs): the
+    # wrapper with a plain consumer loop. We took the second (core/src/offboarding/queue.rs): the
     # ratio below is the price of the layer (capacity, close, exact drain), recorded, not a gate.
     (18, "`queue/mpsc_ours` (SegQueue + our batching layer) vs `queue/segqueue` (plain loop), 2 producers, "
      "batch 1/32/256: recorded (the issue's second way)", recorded_only(queue_at_most(2, 1.0))),

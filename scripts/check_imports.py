@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when the files of src/ import each other in a circle (run by scripts/test.sh).
+"""Fails when the files of a crate's src/ import each other in a circle (run by scripts/test.sh),
+for each crate of the workspace that has a library: `core/src`, `master/src` and the root `src`.
 
 The crate is layered (sync -> clock/config -> liveness -> eligibility/telemetry -> offboarding
 -> monitor/snapshot -> master -> sim); a circle between two files means neither can be read,
@@ -15,11 +16,11 @@ What counts as an arrow from file A to file B:
 - A path is resolved through the module tree (`mod.rs`, `name.rs` + `name/`, `#[path]`) and
   through re-exports (`pub use` and plain `use` items of a module, which Rust lets its
   children name): `crate::master::OffboardingDriver` is an arrow to
-  `src/master/offboard/mod.rs`, where the enum is defined, not to `src/master/mod.rs`, which
+  `master/src/master/offboard/mod.rs`, where the enum is defined, not to `master/src/master/mod.rs`, which
   re-exports it. An item no module or re-export names is taken to be defined in the module's
   own file. Items of inline `mod x { .. }` blocks belong to their file.
 
-What does not count: an arrow from a module to its own descendants (e.g. `src/master/mod.rs`
+What does not count: an arrow from a module to its own descendants (e.g. `master/src/master/mod.rs`
 naming `offboard::Offboarding`, or declaring and re-exporting its children). Rust's privacy
 makes a parent and its children one unit: the children see the parent's private fields (the
 master's `impl MasterCore` blocks live in the path files, over fields `mod.rs` declares), and
@@ -38,6 +39,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
+# Every crate checked, each on its own (a crate reaches another only by name, never by path).
+CRATES = [ROOT / "core/src", ROOT / "master/src", ROOT / "src"]
 
 
 def strip(text):
@@ -346,16 +349,20 @@ def shortest_cycle(comp, edges):
     return best
 
 
-def main():
+def check(src):
+    """Circles between the files of the crate rooted at `src`; returns how many."""
+    global SRC
+    SRC = src
     mods = module_files()
     build(mods)
     edges = arrows(mods)
     files = sorted({m.file for m in mods.values()})
     rel = lambda f: str(f.relative_to(ROOT))
     comps = sccs(files, edges)
+    name = rel(src)
     if not comps:
         n = sum(len(v) for v in edges.values())
-        print(f"check_imports: {len(files)} files, {n} arrows between files, no circle")
+        print(f"check_imports: {name}: {len(files)} files, {n} arrows between files, no circle")
         return 0
     for comp in comps:
         cyc = shortest_cycle(comp, edges)
@@ -365,8 +372,12 @@ def main():
         for a, b in zip(cyc, cyc[1:] + [cyc[0]]):
             lines = ", ".join(str(x) for x in sorted(set(edges[a][b]))[:6])
             print(f"    {rel(a)} -> {rel(b)}  (lines {lines})")
-    print(f"check_imports: {len(comps)} circle(s) between files")
-    return 1
+    print(f"check_imports: {name}: {len(comps)} circle(s) between files")
+    return len(comps)
+
+
+def main():
+    return 1 if sum(check(src) for src in CRATES) else 0
 
 
 if __name__ == "__main__":

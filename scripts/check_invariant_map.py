@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that every name `src/docs/invariants.rs` cites exists (run by scripts/test.sh).
+"""Checks that every name `core/src/docs/invariants.rs` cites exists (run by scripts/test.sh).
 
 Rustdoc cannot see the test names in the invariant map, so without this check the map drifts
 (tests renamed, files turned into folders) while still reading as proof. Input: the output of
@@ -17,7 +17,7 @@ What the map's backticked names mean, column by column (the map's own header say
 - fuzz: a bare `target` (fuzz/fuzz_targets/target.rs) or a `file::test` as in the tests column.
 Backticked paths anywhere in the file (ending in .rs, .md, .py, .sh or /) must exist.
 Backticked words without `::` in the tests column that are not targets (prose such as `Clone`)
-are reported: write prose without backticks. Also checks the headline of src/docs/mod.rs:
+are reported: write prose without backticks. Also checks the headline of core/src/docs/mod.rs:
 no `SeqCst` in our own code (arc-swap's inside is not ours).
 Exit status 1 lists every dangling name.
 """
@@ -26,7 +26,7 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-MAP = ROOT / "src/docs/invariants.rs"
+MAP = ROOT / "core/src/docs/invariants.rs"
 
 
 def read_list(text):
@@ -127,12 +127,12 @@ def main():
                 errors.append(f"path `{span}` does not exist")
 
     # docs/mod.rs leads with "none of our own operations use SeqCst": keep it true.
-    for f in sorted((ROOT / "src").rglob("*.rs")):
+    for f in sorted(f for d in ("core/src", "master/src", "src") for f in (ROOT / d).rglob("*.rs")):
         if "docs" in f.parts:
             continue
         for n, line in enumerate(f.read_text().splitlines(), 1):
             if "SeqCst" in line.split("//")[0]:
-                errors.append(f"{f.relative_to(ROOT)}:{n} uses SeqCst, but src/docs/mod.rs says none of ours does")
+                errors.append(f"{f.relative_to(ROOT)}:{n} uses SeqCst, but core/src/docs/mod.rs says none of ours does")
 
     rows = [l for l in doc.splitlines() if re.match(r"//! \| \d+ \|", l)]
     if len(rows) < 21:

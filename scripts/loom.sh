@@ -6,7 +6,7 @@
 #   LOOM_MAX_PREEMPTIONS=4 scripts/loom.sh   # a deeper search
 #   scripts/loom.sh -- --nocapture           # show each model's iterations and outcomes
 #
-# The crate is built with `--cfg loom` (src/sync.rs switches atomics, Arc, Mutex, thread and
+# The crate is built with `--cfg loom` (core/src/sync.rs switches atomics, Arc, Mutex, thread and
 # Backoff to loom) and debug assertions on, in release mode and in its own target directory, so
 # switching between loom and normal builds does not rebuild everything. First build ~65 s.
 #

@@ -42,22 +42,22 @@ fi
 # as test code and would mutate the tests' own inputs.)
 LIB_SKIP="--skip loadtest:: --skip sim:: --skip monitor::wheel"
 AREAS=(
-    "word|src/liveness/word.rs|--lib|liveness::"
-    "record|src/liveness/record.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
-    "registry|src/liveness/registry.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
-    "mount|src/liveness/mount.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
-    "liveness|src/liveness/mod.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
-    "slab|src/liveness/slab.rs src/liveness/owner.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding --test master_paths|$LIB_SKIP"
-    "eligibility|src/eligibility.rs|--lib --test master_paths --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
-    "monitor|src/monitor/mod.rs src/monitor/brake.rs src/monitor/thread.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding --test monitor_thread|$LIB_SKIP"
-    "offboarding|src/offboarding/mod.rs src/offboarding/job.rs src/offboarding/brakes.rs|--lib --test offboarding_retry --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
-    "wheel|src/monitor/wheel/mod.rs src/monitor/wheel/level.rs|--lib --test liveness_transitions|--skip loadtest:: --skip sim::"
-    "queue|src/offboarding/queue.rs|--lib --test offboarding_queue|$LIB_SKIP"
-    "executor|src/offboarding/executor.rs|--lib --test offboarding_executor --test offboarding_executor_telemetry|$LIB_SKIP"
-    "config|src/config/**|--lib --test config_aliases|$LIB_SKIP"
+    "word|core/src/liveness/word.rs|--lib|liveness::"
+    "record|core/src/liveness/record.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
+    "registry|core/src/liveness/registry.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
+    "mount|core/src/liveness/mount.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
+    "liveness|core/src/liveness/mod.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
+    "slab|core/src/liveness/slab.rs core/src/liveness/owner.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding --test master_paths|$LIB_SKIP"
+    "eligibility|core/src/eligibility.rs|--lib --test master_paths --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
+    "monitor|core/src/monitor/mod.rs core/src/monitor/brake.rs core/src/monitor/thread.rs|--lib --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding --test monitor_thread|$LIB_SKIP"
+    "offboarding|core/src/offboarding/mod.rs core/src/offboarding/job.rs core/src/offboarding/brakes.rs|--lib --test offboarding_retry --test liveness_transitions --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding|$LIB_SKIP"
+    "wheel|core/src/monitor/wheel/mod.rs core/src/monitor/wheel/level.rs|--lib --test liveness_transitions|--skip loadtest:: --skip sim::"
+    "queue|core/src/offboarding/queue.rs|--lib --test offboarding_queue|$LIB_SKIP"
+    "executor|core/src/offboarding/executor.rs|--lib --test offboarding_executor --test offboarding_executor_telemetry|$LIB_SKIP"
+    "config|core/src/config/**|--lib --test config_aliases|$LIB_SKIP"
     # master: every test that drives the reference master, the differential fuzzer's seeds
     # (fuzz_smoke) included, so `--features=fuzzing` (about 35 s a mutant)
-    "master|src/master/**|--features=fuzzing --lib --test master_paths --test master_failover --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding --test master_seam --test master_stress --test snapshot_restore --test snapshot_restore_errors --test snapshot_fuzz_regressions --test replay_policy --test sim_replay --test offboarding_retry --test telemetry --test differential_threads --test fuzz_smoke|$LIB_SKIP"
+    "master|master/src/master/**|--features=fuzzing --lib --test master_paths --test master_failover --test liveness_signals --test monitor_timing --test monitor_brakes --test master_requests --test master_offboarding --test master_seam --test master_stress --test snapshot_restore --test snapshot_restore_errors --test snapshot_fuzz_regressions --test replay_policy --test sim_replay --test offboarding_retry --test telemetry --test differential_threads --test fuzz_smoke|$LIB_SKIP"
 )
 
 if [ "${1:-}" = "--list" ]; then

@@ -2,7 +2,7 @@
 # The project's test command (the README's promise; .ci/run calls it).
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
 # (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
-# model, fuzz target and path src/docs/invariants.rs cites exists; a few seconds), the import
+# model, fuzz target and path core/src/docs/invariants.rs cites exists; a few seconds), the import
 # check (no circle between the files of src/; scripts/check_imports.py, a second), the full
 # simulate scenario and the minimised differential corpus (fuzz/corpus-min) in release, the
 # embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate,
@@ -28,14 +28,18 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy --all-targets --features fuzzing -D warnings"
-cargo clippy --locked --all-targets --features fuzzing -- -D warnings
+# The libraries and the tools: the core, the reference master and this package (`TOOLS`);
+# the wire crate and the C ABI have steps of their own below.
+TOOLS=(-p mooncake-liveness-core -p mooncake-liveness-master -p mooncake-liveness --features mooncake-liveness/fuzzing)
+
+step "cargo clippy --all-targets -D warnings (core, master, tools with the fuzzing feature)"
+cargo clippy --locked "${TOOLS[@]}" --all-targets -- -D warnings
 
 step "rustdoc without warnings (broken or private links)"
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features fuzzing --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps "${TOOLS[@]}" --quiet
 
-step "unit, integration, doc and fuzz-smoke tests"
-cargo test --locked --features fuzzing
+step "unit, integration, doc and fuzz-smoke tests (core, master, tools)"
+cargo test --locked "${TOOLS[@]}"
 
 step "wire crate (mooncake-liveness-wire): clippy, unit, golden-capture and mutation tests (seconds)"
 cargo clippy --locked -p mooncake-liveness-wire --all-targets --features fuzzing -- -D warnings
@@ -43,10 +47,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p mooncake-liveness-wir
 cargo test --locked -p mooncake-liveness-wire --features fuzzing
 
 step "the invariant map cites only tests, loom models, fuzz targets and paths that exist"
-cargo test --locked --features fuzzing -- --list --format terse >target/test-list.txt 2>&1
+cargo test --locked "${TOOLS[@]}" -- --list --format terse >target/test-list.txt 2>&1
 python3 scripts/check_invariant_map.py target/test-list.txt
 
-step "no import circle between the files of src/ (a second or two)"
+step "no import circle between the files of any crate's src/ (core, master, tools; a second or two)"
 python3 scripts/check_imports.py
 
 step "realload: the real-client driver reads a master log right (made-up log, under a second)"

@@ -1,74 +1,31 @@
 //! # mooncake-liveness
 //!
-//! Recoverable client liveness for a cache master (Mooncake Store's master): every client
-//! incarnation moves **Active → Suspected → Offline** on two TTLs, a liveness signal recovers a
-//! Suspected incarnation, and terminal cleanup is a retryable, exactly-once
-//! [`ClientOffboardingJob`].
+//! The tools over the liveness core and the reference master: [`sim`] (`replay`, `simulate`),
+//! `loadtest`, `serve` (a master real Mooncake clients talk to) and the `mooncake-liveness`
+//! binary that runs them.
 //!
-//! ```text
-//!              active TTL without a signal          suspicion TTL since the commit
-//!   Active ──────────────────────────────▶ Suspected ──────────────────────────▶ Offline
-//!     ▲                                         │
-//!     └────────── liveness signal ──────────────┘
-//! ```
+//! The workspace's crates are its architecture:
+//! - `mooncake-liveness-core` (`core/`): the liveness core an embedder links — clock,
+//!   configuration, liveness words and records, the serving check, the monitor, offboarding,
+//!   persistence and the snapshot format, telemetry (the C ABI, `ffi/`, links only it);
+//! - `mooncake-liveness-master` (`master/`): the reference master over the core;
+//! - `mooncake-liveness-wire` (`wire/`): Mooncake's wire protocol (no dependency on the rest);
+//! - this package: the tools and the binary.
 //!
-//! Guarantees in five lines (details in [`docs`]):
-//! 1. Each incarnation's state is one 64-bit atomic word; "may this resource serve?" is one `Acquire` load.
-//! 2. Ping is a lock-free registry lookup plus one CAS loop on that word; it shares no lock with data-plane work.
-//! 3. The monitor's hierarchical timer wheel costs O(entries due) per tick and commits by CAS.
-//! 4. Suspicion counts from the committed transition; master stalls are credited, never charged to clients.
-//! 5. Exactly one offboarding job per incarnation; the Offline record bars remounts until it completes.
-//!
-//! # Modules
-//!
-//! The core: [`clock`], [`config`], [`liveness`] (words, records, registry, signal paths),
-//! [`eligibility`] (the serving check), [`monitor`] (the timer wheel and its brakes),
-//! [`offboarding`] (the job, its steps, the retry schedule, the queue and the executor),
-//! [`persist`] and [`snapshot`] (failover), [`telemetry`]; [`docs`] holds the guarantees as
-//! prose. Around it: [`master`] (a reference master over the core), [`sim`] (`replay`,
-//! `simulate`) and `loadtest`, which the `mooncake-liveness` binary runs.
-//!
-//! `unsafe` is denied crate-wide; it is allowed only where it lives, each block with a
-//! `SAFETY` comment: the word slab (`liveness/slab.rs`), the `Owner`'s raw record count
-//! (`liveness/owner.rs`) and a prefetch hint (`sync.rs`). The C ABI (`ffi/`) is the other
-//! crate that has any.
+//! Both libraries are re-exported here, so `mooncake_liveness::liveness`,
+//! `mooncake_liveness::master`, ... name one library for the tests, benches, loom models and
+//! fuzz targets.
 #![warn(unreachable_pub, missing_docs, missing_debug_implementations)]
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, unused_must_use)]
 
-pub mod clock;
-pub mod config;
-pub mod docs;
-pub mod eligibility;
-pub mod liveness;
+pub use mooncake_liveness_master::*;
+
 #[cfg(not(loom))]
 pub mod loadtest;
-pub mod master;
-pub mod monitor;
-pub mod offboarding;
-pub mod persist;
 #[cfg(not(loom))]
 pub mod serve;
 pub mod sim;
-pub mod snapshot;
-pub(crate) mod sync;
-pub mod telemetry;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-
-// The public interface is:
-pub use clock::{Clock, LivenessClock, ManualClock, SystemClock, Tick};
-pub use config::{ConfigError, ConfigHandle, LivenessConfig};
-pub use liveness::{
-    ClientId, ClientLivenessRecord, Incarnation, Liveness, LivenessState, MountOutcome, Owner, PingOutcome, PingStatus,
-    Transition,
-};
-pub use monitor::{LivenessEvent, Monitor, TickReport};
-pub use offboarding::{complete_client_offboarding, ClientOffboardingJob};
-
-/// Internals for the loom models, fuzz targets and benches only: not part of the public
-/// interface and outside any stability promise.
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;

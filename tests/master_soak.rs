@@ -25,7 +25,7 @@
 //! The watchdog fails the test, printing every thread's operation count and the operation it
 //! is in, when any thread has completed nothing for `STALL` (2 s): a deadlock or a lost wake-up
 //! shows as a thread stuck in one operation. In debug builds every lock acquisition is also
-//! checked against the lock order (src/sync.rs), so an inversion fails here even when the
+//! checked against the lock order (core/src/sync.rs), so an inversion fails here even when the
 //! interleaving that would deadlock never comes.
 //!
 //! At quiescence (every thread stopped, ticks with the live clients pinging until no job is

@@ -279,7 +279,7 @@ fn a_blocked_heartbeat_path_offboards_no_healthy_client_under_rfc_with_brakes() 
 
 #[test]
 fn a_blocked_heartbeat_path_for_a_minority_is_seen_by_no_brake() {
-    // A known limit (src/docs/limitations.rs): 30 % of the fleet blocked is below the
+    // A known limit (core/src/docs/limitations.rs): 30 % of the fleet blocked is below the
     // mass-suspicion threshold and the monitor is on time.
     let r = run(&heartbeat_block(0.3), false);
     let b = policy(&r, Policy::RfcBrakes);

@@ -1,7 +1,7 @@
 //! Which contradiction a restore reports when a snapshot holds several: the one a single pass
 //! over the objects in order would meet first (the first wrong object; for one object, its
 //! checks in order, a key listed twice last). Run at a size the restore builds on one thread
-//! and at one it builds on two (`src/master/snapshot/restore/objects.rs`), with the same
+//! and at one it builds on two (`master/src/master/snapshot/restore/objects.rs`), with the same
 //! expectations, each case several times: the answer must not depend on the threads' timing.
 
 use mooncake_liveness::master::{Master, MasterOptions};

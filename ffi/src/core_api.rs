@@ -4,10 +4,10 @@
 use crate::boundary::*;
 use crate::shared::{lock, MonitorSlot, Shared};
 use crate::types::*;
-use mooncake_liveness::monitor::{Monitor, MonitorThread};
-use mooncake_liveness::persist;
-use mooncake_liveness::snapshot::Snapshot;
-use mooncake_liveness::LivenessState;
+use mooncake_liveness_core::monitor::{Monitor, MonitorThread};
+use mooncake_liveness_core::persist;
+use mooncake_liveness_core::snapshot::Snapshot;
+use mooncake_liveness_core::LivenessState;
 use std::os::raw::c_char;
 use std::sync::{Arc, Weak};
 use std::time::Duration;

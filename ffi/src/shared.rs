@@ -27,12 +27,12 @@
 use crate::boundary::{invalid, Fail};
 use crate::gate::Gate;
 use crate::types::*;
-use mooncake_liveness::clock::{Clock, ManualClock, SystemClock};
-use mooncake_liveness::config::{keys, resolve, CliOverrides, LivenessConfig, RawConfig};
-use mooncake_liveness::monitor::{LivenessEvent, Monitor, MonitorThread, TickReport};
-use mooncake_liveness::offboarding::executor::{spawn_worker, Executor, ExecutorConfig, SharedSteps, WorkerBody};
-use mooncake_liveness::offboarding::{CleanupError, ClientOffboardingJob, Progress, Step};
-use mooncake_liveness::{telemetry, Liveness, Transition};
+use mooncake_liveness_core::clock::{Clock, ManualClock, SystemClock};
+use mooncake_liveness_core::config::{keys, resolve, CliOverrides, LivenessConfig, RawConfig};
+use mooncake_liveness_core::monitor::{LivenessEvent, Monitor, MonitorThread, TickReport};
+use mooncake_liveness_core::offboarding::executor::{spawn_worker, Executor, ExecutorConfig, SharedSteps, WorkerBody};
+use mooncake_liveness_core::offboarding::{CleanupError, ClientOffboardingJob, Progress, Step};
+use mooncake_liveness_core::{telemetry, Liveness, Transition};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
@@ -182,7 +182,7 @@ impl Shared {
             counters: counters.clone(),
         });
         let done = counters.clone();
-        let on_complete = move |c: mooncake_liveness::offboarding::Completed| {
+        let on_complete = move |c: mooncake_liveness_core::offboarding::Completed| {
             bump(&done.jobs_completed, 1);
             let callbacks: &MlvCallbacks = &callbacks; // capture the whole (Sync) struct
             if let Some(f) = callbacks.on_offboarded {
@@ -260,7 +260,7 @@ impl Shared {
 
     fn count_transition(&self, t: &Transition) {
         telemetry::transition(t);
-        use mooncake_liveness::LivenessState::*;
+        use mooncake_liveness_core::LivenessState::*;
         match (t.from, t.to) {
             (Active, Suspected) => bump(&self.counters.suspicions, 1),
             (Suspected, Active) => bump(&self.counters.recoveries, 1),
@@ -338,7 +338,7 @@ mod tests {
         let c = resolve_config(&MlvConfig::default(), None).unwrap();
         assert_eq!(c, LivenessConfig::default(), "zero fields are not given");
         let too_long = MlvConfig {
-            active_ttl_ms: mooncake_liveness::config::MAX_DURATION_MS + 1,
+            active_ttl_ms: mooncake_liveness_core::config::MAX_DURATION_MS + 1,
             ..MlvConfig::default()
         };
         let Err(Fail(code, msg)) = resolve_config(&too_long, None) else {

@@ -5,9 +5,9 @@ use crate::boundary::*;
 use crate::core_api::{core_ref, MlvCore};
 use crate::shared::Shared;
 use crate::types::*;
-use mooncake_liveness::liveness::Owner;
-use mooncake_liveness::liveness::{LostReason, MountRefused, PendingMount};
-use mooncake_liveness::{ClientId, ClientLivenessRecord, Incarnation, PingStatus};
+use mooncake_liveness_core::liveness::Owner;
+use mooncake_liveness_core::liveness::{LostReason, MountRefused, PendingMount};
+use mooncake_liveness_core::{ClientId, ClientLivenessRecord, Incarnation, PingStatus};
 use std::sync::Arc;
 
 /// A reference to one client incarnation's liveness record (opaque). Owns the record: valid

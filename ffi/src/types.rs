@@ -4,9 +4,9 @@
 //! Rust enums: a C caller can pass any integer, and an out-of-range value in a Rust enum is
 //! undefined behaviour. Every integer is validated on entry.
 
-use mooncake_liveness::liveness::{Cause, LivenessState};
-use mooncake_liveness::offboarding::{ClientOffboardingJob, Step};
-use mooncake_liveness::{ClientId, Transition};
+use mooncake_liveness_core::liveness::{Cause, LivenessState};
+use mooncake_liveness_core::offboarding::{ClientOffboardingJob, Step};
+use mooncake_liveness_core::{ClientId, Transition};
 use std::os::raw::c_void;
 
 /// A status code. Values are Mooncake's `ErrorCode` numbers (`mooncake-store/include/types.h`),
@@ -39,8 +39,8 @@ pub const MLV_WORD_ACTIVE_BELOW: u64 = 0x4000_0000_0000_0000_u64;
 /// A raw liveness word below this is Active or Suspected: resources must be kept.
 pub const MLV_WORD_RETAINED_BELOW: u64 = 0x8000_0000_0000_0000_u64;
 const _: () = assert!(
-    MLV_WORD_ACTIVE_BELOW == mooncake_liveness::liveness::word::ACTIVE_BELOW
-        && MLV_WORD_RETAINED_BELOW == mooncake_liveness::liveness::word::RETAINED_BELOW
+    MLV_WORD_ACTIVE_BELOW == mooncake_liveness_core::liveness::word::ACTIVE_BELOW
+        && MLV_WORD_RETAINED_BELOW == mooncake_liveness_core::liveness::word::RETAINED_BELOW
 );
 
 /// Which clock a core runs on.

@@ -2,7 +2,7 @@
 //! harness drives, all `&self` so that any number of threads call them at once.
 //!
 //! [`MasterPaths`] is implemented for the concurrent reference [`Master`] directly: every call
-//! is the master's own path, with the master's own locks (see `src/master/mod.rs`); Ping is
+//! is the master's own path, with the master's own locks (see `master/src/master/mod.rs`); Ping is
 //! [`MasterCore::ping`], which records a recovery among the master's events itself. The harness
 //! runs offboarding itself (the master's `Outbox` driver: `tick` hands the jobs minted to the
 //! harness's offboarding thread, which runs them through the same steps the master's workers

@@ -127,5 +127,8 @@ pub(crate) fn error_code(e: MasterError) -> ErrorCode {
         }
         MasterError::TaskNotFound => ErrorCode::TASK_NOT_FOUND,
         MasterError::TenantQuotaExceeded => ErrorCode::TENANT_QUOTA_EXCEEDED,
+        // `MasterError` is `#[non_exhaustive]` (another crate): a refusal this table does not
+        // know yet goes out as the master's generic error, never as success.
+        _ => ErrorCode::INTERNAL_ERROR,
     }
 }

@@ -173,7 +173,7 @@ fn segment_size(s: usize, variant: u8) -> u64 {
 
 /// Ticks ahead beyond which a deadline is always filed on wheel level 2 or higher: level 1
 /// holds the current and the next block of 64 × 64 ticks (`monitor::wheel::level_for`).
-pub(super) const LEVEL_2_TICKS: u64 = 2 << (2 * crate::monitor::wheel::LEVEL_BITS);
+pub(super) const LEVEL_2_TICKS: u64 = 2 << (2 * crate::__private::WHEEL_LEVEL_BITS);
 
 fn cmd_of(op: RawOp, tick: u64) -> Cmd {
     let c = |b: u8| usize::from(b) % CLIENTS;

@@ -188,7 +188,7 @@ impl Model {
     ///
     /// A job the executor held when the master died (async) is not in the master: the
     /// snapshot records its incarnation Offline with a job of no attempts and no steps done
-    /// (`src/docs/limitations.rs`, "Snapshots in asynchronous mode"); the scratch (refunds,
+    /// (`core/src/docs/limitations.rs`, "Snapshots in asynchronous mode"); the scratch (refunds,
     /// unmounted names) is the master's and survives, and re-running done steps is harmless.
     pub(crate) fn failover(&mut self, now: u64) {
         self.last_tick = now; // the restored monitor's start

@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The named, seeded distributions of trouble, one group of knobs per stall kind (see the module
-/// documentation of `fleet` and `src/docs/calibration.rs` for where each default comes from).
+/// documentation of `fleet` and `core/src/docs/calibration.rs` for where each default comes from).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Trouble {
     /// `client_pause` (a client process stops: GC, a starved interpreter): expected pauses per
@@ -68,7 +68,7 @@ pub struct Trouble {
 }
 
 impl Default for Trouble {
-    /// The `stress` scenario: every stall kind at once (see `src/docs/calibration.rs`).
+    /// The `stress` scenario: every stall kind at once (see `core/src/docs/calibration.rs`).
     fn default() -> Self {
         Self {
             pauses_per_client_per_min: 0.05,

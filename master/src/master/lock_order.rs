@@ -7,7 +7,7 @@
 //!   [`master`](super) shows and a test compares with it) and fails the first time any path
 //!   takes a lock below one it holds, or two locks of one level at once (two shards, two
 //!   leaves);
-//! - `tracing-mutex` (switched in `src/sync.rs`) knows nothing of levels but sees every lock of
+//! - `tracing-mutex` (switched in `core/src/sync.rs`) knows nothing of levels but sees every lock of
 //!   the crate, the liveness core's included, and fails when acquisitions close a cycle.
 //!
 //! Ground rules:
@@ -133,7 +133,7 @@ fn enter(level: Level) {
                 let order: Vec<&str> = ORDER.iter().map(|(_, name, _)| *name).collect();
                 panic!(
                     "lock order: a {level:?} lock taken while this thread holds a {top:?} lock \
-                     (held: {held:?}); the order is {} (src/master/lock_order.rs)",
+                     (held: {held:?}); the order is {} (master/src/master/lock_order.rs)",
                     order.join(" → ")
                 );
             }

@@ -157,7 +157,8 @@ impl ClientOffboardingJob {
     }
 
     /// Keeps only `steps` as done (restore dropping claims the snapshot contradicts).
-    pub(crate) fn reset_progress(&mut self, steps: &[Step]) {
+    #[doc(hidden)] // for the reference master's restore, not public API
+    pub fn reset_progress(&mut self, steps: &[Step]) {
         self.done = 0;
         for s in steps {
             self.done |= s.bit();

@@ -14,15 +14,15 @@
 //!
 //! ```compile_fail
 //! // A job cannot be cloned: there is exactly one per incarnation.
-//! fn dup(job: mooncake_liveness::offboarding::ClientOffboardingJob) {
-//!     let twin: mooncake_liveness::offboarding::ClientOffboardingJob = job.clone();
+//! fn dup(job: mooncake_liveness_core::offboarding::ClientOffboardingJob) {
+//!     let twin: mooncake_liveness_core::offboarding::ClientOffboardingJob = job.clone();
 //!     drop((job, twin));
 //! }
 //! ```
 //!
 //! ```
 //! // ... while borrowing it to read its identity is fine.
-//! fn who(job: &mooncake_liveness::offboarding::ClientOffboardingJob) -> u64 {
+//! fn who(job: &mooncake_liveness_core::offboarding::ClientOffboardingJob) -> u64 {
 //!     job.incarnation().0
 //! }
 //! ```

@@ -42,7 +42,7 @@
 //! lock only takes locks further down): `monitor` → `client stripe` → `gate` → `names` → one
 //! `metadata shard` → `segments` → `pool` → one `leaf`. Debug and test builds check every
 //! acquisition against it (a lock taken at or below a level its thread holds panics, naming
-//! both), and `tracing-mutex` (src/sync.rs) checks every lock of the crate for cycles.
+//! both), and `tracing-mutex` (core/src/sync.rs) checks every lock of the crate for cycles.
 //!
 //! | path | locks, in order | may wait for |
 //! |---|---|---|

@@ -89,3 +89,6 @@ pub mod loom {
         }
     }
 }
+
+/// The timer wheel's bits per level (the differential fuzzer files deadlines past level 1).
+pub const WHEEL_LEVEL_BITS: u32 = crate::monitor::wheel::LEVEL_BITS;

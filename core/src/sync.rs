@@ -5,24 +5,24 @@
 //!   directly: everything that takes part in a race goes through here, so the loom models in
 //!   `loom_tests/` explore the crate's own protocols (build with `RUSTFLAGS="--cfg loom"`).
 //! - loom atomics have no `const fn new` and no `get_mut`; code that owns an atomic exclusively
-//!   uses [`unsync_load`] instead, which is a plain load under std.
-//! - Spin loops use [`Backoff`], which yields to the loom scheduler (loom's scheduler is
+//!   uses `unsync_load` instead, which is a plain load under std.
+//! - Spin loops use `Backoff`, which yields to the loom scheduler (loom's scheduler is
 //!   deliberately unfair, so a bare spin would never let the other thread run). A model-writing
 //!   caveat: after a yield, loom never lets a load return a store the thread already read
 //!   before the yield while a newer one exists (so that spins advance). A stale read after a
 //!   failed CAS is therefore only explored for a value the thread has not read yet
 //!   (`loom_tests/word_ping_vs_suspect.rs`, `ping_cas_lost_to_suspect_rereads_clock`).
-//! - Threads that wait for time sleep through [`sleep`] and bound their waits with a
-//!   [`Deadline`]: under loom (no clock) a sleep is a yield and a deadline counts the loop's own
+//! - Threads that wait for time sleep through `sleep` and bound their waits with a
+//!   `Deadline`: under loom (no clock) a sleep is a yield and a deadline counts the loop's own
 //!   pauses, so no `Instant` decides a branch in a model.
-//! - Memory shared through raw pointers sits in an [`UnsafeCell`] accessed only through
+//! - Memory shared through raw pointers sits in an `UnsafeCell` accessed only through
 //!   `with`/`with_mut` (loom's API, mirrored on the std side), so loom checks each access.
-//! - Packed words (the liveness word) live in a typed [`Atomic<T>`]: `atomic::Atomic<T>` under
+//! - Packed words (the liveness word) live in a typed `Atomic<T>`: `atomic::Atomic<T>` under
 //!   std (lock-free for the 8-byte `bytemuck::NoUninit` types we use; a const assert checks it),
 //!   and under loom a shim over loom's `AtomicU64` with the same methods, converting through
 //!   `bytemuck::cast`. A load returns the word type and a CAS takes it, so no code handles the
 //!   word as a bare integer.
-//! - Read-mostly shared values (configuration, registry shards) live in an [`ArcCell`]:
+//! - Read-mostly shared values (configuration, registry shards) live in an `ArcCell`:
 //!   `arc_swap::ArcSwap` under std (lock-free, wait-free readers), a `loom` mutex around an `Arc`
 //!   under loom, which cannot see inside arc-swap. The protocols built on top (copy-on-write
 //!   publication under a writer lock) are the same on both sides.
@@ -30,62 +30,62 @@
 #[cfg(not(loom))]
 #[allow(unused_imports)]
 mod imp {
-    pub(crate) use std::sync::atomic::AtomicPtr;
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub use std::sync::atomic::AtomicPtr;
+    pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     /// `std::cell::UnsafeCell` with loom's access API (`with` / `with_mut`), so code that owns
     /// raw shared memory (the offboarding queue's nodes) reads the same under std and loom, and
     /// loom checks every access for causality (tokio's `loom/std/unsafe_cell.rs` shape).
     #[derive(Debug)]
     #[allow(dead_code)] // unused since the offboarding queue moved onto `SegQueue`
-    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+    pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
     #[allow(dead_code)]
     impl<T> UnsafeCell<T> {
-        pub(crate) const fn new(data: T) -> Self {
+        pub const fn new(data: T) -> Self {
             Self(std::cell::UnsafeCell::new(data))
         }
         /// Runs `f` with a shared pointer to the contents (loom: a tracked read).
         #[inline(always)]
-        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
             f(self.0.get())
         }
         /// Runs `f` with a mutable pointer to the contents (loom: a tracked write).
         #[inline(always)]
-        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
             f(self.0.get())
         }
     }
-    pub(crate) use std::sync::{Arc, Weak};
+    pub use std::sync::{Arc, Weak};
     // Lock-order checking (issue 29): in every debug and test build each `Mutex`/`RwLock` of the
     // crate records which locks its thread held when it was taken, in one process-wide graph,
     // and an acquisition that would close a cycle panics at once, naming the cycle, even if the
     // deadlock itself never happens in that run. Release builds get std's types unchanged.
     #[allow(unused_imports)]
-    pub(crate) use std::thread;
-    pub(crate) use tracing_mutex::stdsync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+    pub use std::thread;
+    pub use tracing_mutex::stdsync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
     /// Wait-free-read cell holding an `Arc<T>` (arc-swap under std).
     #[derive(Debug)]
-    pub(crate) struct ArcCell<T>(arc_swap::ArcSwap<T>);
+    pub struct ArcCell<T>(arc_swap::ArcSwap<T>);
 
-    /// What [`ArcCell::load`] returns: derefs to `Arc<T>`.
-    pub(crate) type ArcGuard<T> = arc_swap::Guard<Arc<T>>;
+    /// What `ArcCell::load` returns: derefs to `Arc<T>`.
+    pub type ArcGuard<T> = arc_swap::Guard<Arc<T>>;
 
     impl<T> ArcCell<T> {
-        pub(crate) fn new(value: Arc<T>) -> Self {
+        pub fn new(value: Arc<T>) -> Self {
             Self(arc_swap::ArcSwap::new(value))
         }
         /// Lock-free read of the current value.
-        pub(crate) fn load(&self) -> ArcGuard<T> {
+        pub fn load(&self) -> ArcGuard<T> {
             self.0.load()
         }
         /// A full `Arc` of the current value (one refcount increment).
-        pub(crate) fn load_full(&self) -> Arc<T> {
+        pub fn load_full(&self) -> Arc<T> {
             self.0.load_full()
         }
         /// Publishes `value`; readers see the old or the new `Arc`, never a mix.
-        pub(crate) fn store(&self, value: Arc<T>) {
+        pub fn store(&self, value: Arc<T>) {
             self.0.store(value)
         }
     }
@@ -94,49 +94,49 @@ mod imp {
 #[cfg(loom)]
 #[allow(unused_imports)]
 mod imp {
-    pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::AtomicPtr;
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-    pub(crate) use loom::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+    pub use loom::cell::UnsafeCell;
+    pub use loom::sync::atomic::AtomicPtr;
+    pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub use loom::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
     #[allow(unused_imports)]
-    pub(crate) use loom::thread;
-    pub(crate) use std::sync::Weak;
+    pub use loom::thread;
+    pub use std::sync::Weak;
 
     /// loom stand-in for `arc_swap::ArcSwap`: a modelled mutex around an `Arc`.
     #[derive(Debug)]
-    pub(crate) struct ArcCell<T>(loom::sync::Mutex<std::sync::Arc<T>>);
+    pub struct ArcCell<T>(loom::sync::Mutex<std::sync::Arc<T>>);
 
-    /// What [`ArcCell::load`] returns under loom: a clone of the `Arc`.
-    pub(crate) type ArcGuard<T> = std::sync::Arc<T>;
+    /// What `ArcCell::load` returns under loom: a clone of the `Arc`.
+    pub type ArcGuard<T> = std::sync::Arc<T>;
 
     impl<T> ArcCell<T> {
-        pub(crate) fn new(value: std::sync::Arc<T>) -> Self {
+        pub fn new(value: std::sync::Arc<T>) -> Self {
             Self(loom::sync::Mutex::new(value))
         }
-        pub(crate) fn load(&self) -> ArcGuard<T> {
+        pub fn load(&self) -> ArcGuard<T> {
             self.0.lock().unwrap().clone()
         }
-        pub(crate) fn load_full(&self) -> std::sync::Arc<T> {
+        pub fn load_full(&self) -> std::sync::Arc<T> {
             self.0.lock().unwrap().clone()
         }
-        pub(crate) fn store(&self, value: std::sync::Arc<T>) {
+        pub fn store(&self, value: std::sync::Arc<T>) {
             *self.0.lock().unwrap() = value;
         }
     }
 }
 
-pub(crate) use imp::*;
+pub use imp::*;
 
 /// A typed atomic for packed 64-bit words: `atomic::Atomic<T>` in normal builds.
 #[cfg(not(loom))]
-pub(crate) use atomic::Atomic;
+pub use atomic::Atomic;
 
 /// loom stand-in for `atomic::Atomic<T>`: loom's `AtomicU64` carrying a `T` of the same size,
 /// converted with `bytemuck::cast` (so `T` must be `Pod`: every bit pattern a valid `T`). Same
 /// method names and signatures as the subset of `atomic::Atomic` the crate uses.
 #[cfg(loom)]
 #[derive(Debug)]
-pub(crate) struct Atomic<T> {
+pub struct Atomic<T> {
     bits: loom::sync::atomic::AtomicU64,
     _type: std::marker::PhantomData<T>,
 }
@@ -149,7 +149,7 @@ impl<T: bytemuck::Pod> Atomic<T> {
         "loom's Atomic<T> shim holds 8-byte words"
     );
 
-    pub(crate) fn new(value: T) -> Self {
+    pub fn new(value: T) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::SAME_SIZE;
         Self {
@@ -157,25 +157,19 @@ impl<T: bytemuck::Pod> Atomic<T> {
             _type: std::marker::PhantomData,
         }
     }
-    pub(crate) fn load(&self, order: Ordering) -> T {
+    pub fn load(&self, order: Ordering) -> T {
         bytemuck::cast(self.bits.load(order))
     }
-    pub(crate) fn store(&self, value: T, order: Ordering) {
+    pub fn store(&self, value: T, order: Ordering) {
         self.bits.store(bytemuck::cast(value), order)
     }
-    pub(crate) fn compare_exchange(&self, current: T, new: T, success: Ordering, failure: Ordering) -> Result<T, T> {
+    pub fn compare_exchange(&self, current: T, new: T, success: Ordering, failure: Ordering) -> Result<T, T> {
         self.bits
             .compare_exchange(bytemuck::cast(current), bytemuck::cast(new), success, failure)
             .map(bytemuck::cast)
             .map_err(bytemuck::cast)
     }
-    pub(crate) fn compare_exchange_weak(
-        &self,
-        current: T,
-        new: T,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<T, T> {
+    pub fn compare_exchange_weak(&self, current: T, new: T, success: Ordering, failure: Ordering) -> Result<T, T> {
         self.bits
             .compare_exchange_weak(bytemuck::cast(current), bytemuck::cast(new), success, failure)
             .map(bytemuck::cast)
@@ -189,20 +183,20 @@ impl<T: bytemuck::Pod> Atomic<T> {
 #[cfg(not(loom))]
 const _: () = assert!(Atomic::<crate::liveness::word::Word>::is_lock_free());
 
-/// `Arc` as used inside an [`ArcCell`]: always `std::sync::Arc` (arc-swap needs it, and the
+/// `Arc` as used inside an `ArcCell`: always `std::sync::Arc` (arc-swap needs it, and the
 /// loom stand-in stores one too), so values can move between the two without conversion.
 /// Also the `Arc` of immutable shared values that take part in no race and must hash and
 /// compare (client names: loom's `Arc` implements neither `Hash` nor `Eq`).
-pub(crate) type CellArc<T> = std::sync::Arc<T>;
+pub type CellArc<T> = std::sync::Arc<T>;
 
 #[allow(unused_imports)]
-pub(crate) use crossbeam_utils::CachePadded;
+pub use crossbeam_utils::CachePadded;
 
 /// Runs `a` on a scoped helper thread and `b` on the caller and returns both results (a panic
 /// in `a` resumes on the caller). Under loom, runs `a` then `b` on the caller: the callers
 /// (the restore's objects phase) split independent work, whose interleavings are not a protocol.
 #[cfg(not(loom))]
-pub(crate) fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
     std::thread::scope(|s| {
         let helper = s.spawn(a);
         let rb = b();
@@ -213,26 +207,26 @@ pub(crate) fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() ->
 
 /// Under loom: `a` then `b`, on the caller (see the std version).
 #[cfg(loom)]
-pub(crate) fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
     let ra = a();
     (ra, b())
 }
 
 /// CPUs this process may run on (1 when unknown).
 #[cfg(not(loom))]
-pub(crate) fn cpus() -> usize {
+pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Under loom: 2, so that models take the two-thread paths (which [`join`] runs in order).
+/// Under loom: 2, so that models take the two-thread paths (which `join` runs in order).
 #[cfg(loom)]
-pub(crate) fn cpus() -> usize {
+pub fn cpus() -> usize {
     2
 }
 
 #[allow(dead_code)]
 /// Reads an atomic the caller owns exclusively (`&mut`), without synchronization.
-pub(crate) fn unsync_load(a: &mut AtomicU64) -> u64 {
+pub fn unsync_load(a: &mut AtomicU64) -> u64 {
     #[cfg(not(loom))]
     {
         *a.get_mut()
@@ -249,7 +243,7 @@ pub(crate) fn unsync_load(a: &mut AtomicU64) -> u64 {
 /// lets their cache misses overlap instead of adding up.
 #[inline(always)]
 #[allow(unsafe_code)] // the one `_mm_prefetch` (`SAFETY` below)
-pub(crate) fn prefetch<T>(r: &T) {
+pub fn prefetch<T>(r: &T) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists on every target
     // this compiles for; `prefetcht0` never faults, whatever the address, and changes no state
@@ -263,8 +257,8 @@ pub(crate) fn prefetch<T>(r: &T) {
 
 /// Sleeps `d` on a thread that is idle (a worker polling for work). Under loom, which has no
 /// time, it yields to the scheduler instead, so that the other threads run (the same shape as
-/// [`Backoff::snooze`]).
-pub(crate) fn sleep(d: std::time::Duration) {
+/// `Backoff::snooze`).
+pub fn sleep(d: std::time::Duration) {
     #[cfg(not(loom))]
     std::thread::sleep(d);
     #[cfg(loom)]
@@ -274,8 +268,8 @@ pub(crate) fn sleep(d: std::time::Duration) {
     }
 }
 
-/// A wait bounded by a time limit: a loop polls its condition, [`Deadline::passed`] tells it when
-/// to give up, and [`Deadline::pause`] waits a millisecond between polls (the offboarding
+/// A wait bounded by a time limit: a loop polls its condition, `Deadline::passed` tells it when
+/// to give up, and `Deadline::pause` waits a millisecond between polls (the offboarding
 /// executor's shutdown drain).
 ///
 /// Under std it is wall time: `passed` is `Instant::elapsed() >= limit`, `pause` sleeps 1 ms.
@@ -284,7 +278,7 @@ pub(crate) fn sleep(d: std::time::Duration) {
 /// (`pause` yields to the scheduler): a loop waits at most `limit` rounds, and every branch it
 /// takes is decided by the model's own operations. A zero limit has passed at once in both.
 #[derive(Debug)]
-pub(crate) struct Deadline {
+pub struct Deadline {
     #[cfg(not(loom))]
     start: std::time::Instant,
     #[cfg(not(loom))]
@@ -295,7 +289,7 @@ pub(crate) struct Deadline {
 
 impl Deadline {
     /// A deadline `limit` from now.
-    pub(crate) fn after(limit: std::time::Duration) -> Self {
+    pub fn after(limit: std::time::Duration) -> Self {
         Self {
             #[cfg(not(loom))]
             start: std::time::Instant::now(),
@@ -307,7 +301,7 @@ impl Deadline {
     }
 
     /// Has the limit passed (under loom: were `limit` milliseconds of pauses taken)?
-    pub(crate) fn passed(&self) -> bool {
+    pub fn passed(&self) -> bool {
         #[cfg(not(loom))]
         {
             self.start.elapsed() >= self.limit
@@ -319,7 +313,7 @@ impl Deadline {
     }
 
     /// Waits a millisecond before the next poll (under loom: yields, and counts it).
-    pub(crate) fn pause(&mut self) {
+    pub fn pause(&mut self) {
         #[cfg(loom)]
         {
             self.pauses_left = self.pauses_left.saturating_sub(1);
@@ -330,17 +324,17 @@ impl Deadline {
 
 /// Exponential backoff for CAS retries and waits; yields to loom's scheduler under loom.
 #[derive(Debug, Default)]
-pub(crate) struct Backoff {
+pub struct Backoff {
     #[cfg(not(loom))]
     inner: crossbeam_utils::Backoff,
 }
 
 impl Backoff {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
     /// After a failed CAS: another thread made progress, retry soon.
-    pub(crate) fn spin(&self) {
+    pub fn spin(&self) {
         #[cfg(not(loom))]
         self.inner.spin();
         #[cfg(loom)]
@@ -348,7 +342,7 @@ impl Backoff {
     }
     /// While waiting for another thread to act.
     #[allow(dead_code)]
-    pub(crate) fn snooze(&self) {
+    pub fn snooze(&self) {
         #[cfg(not(loom))]
         self.inner.snooze();
         #[cfg(loom)]
@@ -357,13 +351,13 @@ impl Backoff {
 }
 
 /// The offboarding queue's job store: crossbeam's lock-free `SegQueue` under std. loom cannot
-/// see inside crossbeam, so under loom it is [`loom_seg_queue::SegQueue`], a modelled mutex
+/// see inside crossbeam, so under loom it is `loom_seg_queue::SegQueue`, a modelled mutex
 /// around a `VecDeque` with the same linearizable `push`/`pop`: the loom models then explore the
 /// queue module's own protocol (its state word) around it.
 #[cfg(not(loom))]
-pub(crate) use crossbeam_queue::SegQueue;
+pub use crossbeam_queue::SegQueue;
 #[cfg(loom)]
-pub(crate) use loom_seg_queue::SegQueue;
+pub use loom_seg_queue::SegQueue;
 
 #[cfg(loom)]
 mod loom_seg_queue {
@@ -371,19 +365,19 @@ mod loom_seg_queue {
 
     /// loom stand-in for `crossbeam_queue::SegQueue` (the subset the queue uses).
     #[derive(Debug)]
-    pub(crate) struct SegQueue<T>(loom::sync::Mutex<VecDeque<T>>);
+    pub struct SegQueue<T>(loom::sync::Mutex<VecDeque<T>>);
 
     impl<T> SegQueue<T> {
-        pub(crate) fn new() -> Self {
+        pub fn new() -> Self {
             Self(loom::sync::Mutex::new(VecDeque::new()))
         }
-        pub(crate) fn push(&self, value: T) {
+        pub fn push(&self, value: T) {
             self.0.lock().unwrap().push_back(value);
         }
-        pub(crate) fn pop(&self) -> Option<T> {
+        pub fn pop(&self) -> Option<T> {
             self.0.lock().unwrap().pop_front()
         }
-        pub(crate) fn len(&self) -> usize {
+        pub fn len(&self) -> usize {
             self.0.lock().unwrap().len()
         }
     }

@@ -118,7 +118,8 @@ pub(crate) struct OfflineCommitted(());
 
 impl ClientLivenessRecord {
     /// A new Active, not-ready incarnation whose first signal is at `now`.
-    pub(crate) fn new(client: ClientId, incarnation: Incarnation, now: LivenessMs, active_ttl_ms: u64) -> Self {
+    #[doc(hidden)] // the reference master's unit tests build a record directly; not public API
+    pub fn new(client: ClientId, incarnation: Incarnation, now: LivenessMs, active_ttl_ms: u64) -> Self {
         Self::with_word(client, incarnation, Word::first(now, active_ttl_ms))
     }
 

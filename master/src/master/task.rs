@@ -10,35 +10,7 @@ use crate::liveness::{ClientId, Owner};
 use crate::sync::Arc;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// What a task asks its executor to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskKind {
-    /// Copy a replica to `target`.
-    Copy,
-    /// Move a replica from `source` to `target`.
-    Move,
-    /// Write a memory replica to the executor's LocalDisk.
-    Offload,
-    /// Read the executor's LocalDisk replica into memory on `target`.
-    Promote,
-}
-
-impl TaskKind {
-    /// The name `replay` prints.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Copy => "copy",
-            Self::Move => "move",
-            Self::Offload => "offload",
-            Self::Promote => "promote",
-        }
-    }
-
-    fn offload_channel(self) -> bool {
-        self == Self::Offload
-    }
-}
+pub use crate::resources::TaskKind;
 
 /// One task.
 #[derive(Clone, Debug)]
@@ -103,7 +75,7 @@ impl Tasks {
         let id = self.next_id;
         let client = executor.client();
         self.pending
-            .entry((client, kind.offload_channel()))
+            .entry((client, kind == TaskKind::Offload))
             .or_default()
             .push_back(id);
         self.by_client.entry(client).or_default().insert(id);
@@ -140,7 +112,7 @@ impl Tasks {
         let client = task.executor.client();
         if !task.delivered {
             self.pending
-                .entry((client, task.kind.offload_channel()))
+                .entry((client, task.kind == TaskKind::Offload))
                 .or_default()
                 .push_back(task.id);
         }
@@ -195,7 +167,7 @@ impl Tasks {
     pub fn remove(&mut self, id: u64) -> Option<Task> {
         let task = self.all.remove(&id)?;
         let client = task.executor.client();
-        if let Some(q) = self.pending.get_mut(&(client, task.kind.offload_channel())) {
+        if let Some(q) = self.pending.get_mut(&(client, task.kind == TaskKind::Offload)) {
             q.retain(|x| *x != id);
         }
         if let Some(set) = self.by_client.get_mut(&client) {

@@ -42,7 +42,7 @@ impl MasterCore {
         step: Step,
         job: &mut ClientOffboardingJob,
     ) -> Result<Progress, CleanupError> {
-        if job.step_batches == 0 {
+        if job.step_batches() == 0 {
             // An injected failure hits an execution of the step, not one of its batches.
             self.check_fault(step)?;
         }

@@ -8,7 +8,7 @@
 //! issues and pull requests as summarized in `upstream-rfc-implementation.md` §14. **Assumed**
 //! means no measurement was found: the number is a stress value, chosen to be visible, and a
 //! reader should substitute their own (every knob is a field of
-//! [`Trouble`](crate::sim::fleet::Trouble)).
+//! `Trouble` (the tools' `sim::fleet::Trouble`)).
 //!
 //! | number | value | source |
 //! |---|---|---|

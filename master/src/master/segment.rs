@@ -22,39 +22,7 @@ use crate::liveness::{ClientId, Owner};
 use crate::sync::{Arc, AtomicBool, AtomicU64, CellArc, Mutex, MutexGuard, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A segment's lifecycle, independent of its owner's liveness (invariant 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Lifecycle {
-    /// Being mounted: serves nothing yet.
-    Mounting,
-    /// Allocatable and readable.
-    Ok,
-    /// Readable, not allocatable; its objects are being moved away.
-    Draining,
-    /// Being unmounted: serves nothing.
-    Unmounting,
-}
-
-impl Lifecycle {
-    /// Does this lifecycle allow `purpose`?
-    pub fn permits(self, purpose: Purpose) -> bool {
-        matches!(
-            (self, purpose),
-            (Lifecycle::Ok, _) | (Lifecycle::Draining, Purpose::Read)
-        )
-    }
-
-    const ALL: [Lifecycle; 4] = [Self::Mounting, Self::Ok, Self::Draining, Self::Unmounting];
-
-    fn index(self) -> u64 {
-        Self::ALL.iter().position(|l| *l == self).unwrap_or(3) as u64
-    }
-
-    fn from_index(i: u64) -> Self {
-        // An out-of-range word fails closed: it serves nothing.
-        Self::ALL.get(i as usize).copied().unwrap_or(Self::Unmounting)
-    }
-}
+pub use crate::resources::Lifecycle;
 
 /// A stable handle of a mounted segment (never reused within a master).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

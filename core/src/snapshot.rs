@@ -102,7 +102,7 @@ pub struct SegmentSnap {
     /// Owner incarnation.
     pub incarnation: u64,
     /// Lifecycle.
-    pub lifecycle: crate::master::Lifecycle,
+    pub lifecycle: crate::resources::Lifecycle,
 }
 
 /// A replica.
@@ -151,7 +151,7 @@ pub struct TaskSnap {
     /// Id.
     pub id: u64,
     /// Kind.
-    pub kind: crate::master::TaskKind,
+    pub kind: crate::resources::TaskKind,
     /// Key.
     pub key: String,
     /// Executor client id.

@@ -111,9 +111,7 @@ impl MasterCore {
         let pool = lock(&self.pool);
         for job in jobs {
             let refused = match pool.as_ref() {
-                Some(p) => p.0.submit(job).err().map(|e| match e {
-                    PushError::Full(j) | PushError::Closed(j) => j,
-                }),
+                Some(p) => p.0.submit(job).err().map(PushError::into_inner),
                 None => Some(job),
             };
             if let Some(job) = refused {

@@ -101,7 +101,7 @@
 //! # Example
 //!
 //! ```
-//! use mooncake_liveness::offboarding::queue::{channel, PushError};
+//! use mooncake_liveness_core::offboarding::queue::{channel, PushError};
 //!
 //! let (producer, mut consumer) = channel::<u32>(2);
 //! producer.push(1).unwrap();
@@ -313,7 +313,7 @@ pub struct Producer<T> {
 /// It is `Send` but not `Clone`, so the single-consumer rule is a type rule:
 ///
 /// ```compile_fail
-/// let (_producer, consumer) = mooncake_liveness::offboarding::queue::channel::<u32>(8);
+/// let (_producer, consumer) = mooncake_liveness_core::offboarding::queue::channel::<u32>(8);
 /// let second = consumer.clone(); // error: `Consumer` is not `Clone`
 /// let worker = std::thread::spawn(move || {
 ///     let mut consumer = consumer;
@@ -322,7 +322,7 @@ pub struct Producer<T> {
 /// ```
 ///
 /// ```
-/// let (producer, consumer) = mooncake_liveness::offboarding::queue::channel::<u32>(8);
+/// let (producer, consumer) = mooncake_liveness_core::offboarding::queue::channel::<u32>(8);
 /// let second = producer.clone(); // producers clone freely
 /// second.push(1).unwrap();
 /// let worker = std::thread::spawn(move || {
