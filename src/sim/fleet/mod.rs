@@ -78,6 +78,7 @@ mod report;
 mod run;
 mod scenario;
 mod text;
+mod traffic;
 mod workload;
 
 pub use counters::{CrashDetection, StateSample};

@@ -25,18 +25,17 @@ use super::workload::{GroundTruth, Traffic, Trouble, Workload, STREAM_PINGS, STR
 use crate::clock::{Clock, ManualClock};
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, PingStatus};
-use crate::master::{AllocationStrategy, Master, MasterError, MasterOptions, ReplicaDesc, SegmentSpec};
+use crate::master::{AllocationStrategy, Master, MasterOptions, SegmentSpec};
 use crate::sim::legacy::{LegacyClientId, LegacyError, LegacyMonitor, LegacyPing};
 use indicatif::ProgressBar;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Exp};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// What happens at an event time; the order breaks ties at equal times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
+pub(super) enum Kind {
     Tick,
     /// A heartbeat block ends (the `u32` is its index): its held pings are applied.
     Release,
@@ -80,17 +79,17 @@ pub(super) struct Client {
 /// and the clients holding its replicas now.
 #[derive(Clone, Debug)]
 pub(super) struct Key {
-    size: u64,
-    replicas: usize,
+    pub(super) size: u64,
+    pub(super) replicas: usize,
     pub(super) owners: Vec<u32>,
 }
 
 pub(super) struct Sim<'a> {
     pub(super) w: &'a Workload,
     trouble: &'a Trouble,
-    traffic: &'a Traffic,
+    pub(super) traffic: &'a Traffic,
     pub(super) master: Master,
-    clock: Arc<ManualClock>,
+    pub(super) clock: Arc<ManualClock>,
     tick_ms: u64,
     /// Main's monitor (legacy policies); `None`: the library's monitor decides.
     legacy: Option<LegacyMonitor>,
@@ -98,16 +97,16 @@ pub(super) struct Sim<'a> {
     legacy_ids: Vec<LegacyClientId>,
     legacy_ready: usize,
     pub(super) clients: Vec<Client>,
-    by_name: BTreeMap<String, u32>,
+    pub(super) by_name: BTreeMap<String, u32>,
     queue: EventQueue<Kind>,
     log_pos: usize,
     ping_rng: ChaCha8Rng,
-    traffic_rng: ChaCha8Rng,
-    put_at: f64,
-    get_at: f64,
-    pool: VecDeque<u64>,
+    pub(super) traffic_rng: ChaCha8Rng,
+    pub(super) put_at: f64,
+    pub(super) get_at: f64,
+    pub(super) pool: VecDeque<u64>,
     pub(super) keys: BTreeMap<u64, Key>,
-    next_key: u64,
+    pub(super) next_key: u64,
     /// Pings waiting for a paused master to resume.
     held_pause: Vec<u32>,
     /// Pings held by each heartbeat block.
@@ -214,7 +213,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn push(&mut self, t: u64, kind: Kind, i: usize) {
+    pub(super) fn push(&mut self, t: u64, kind: Kind, i: usize) {
         self.queue.push(t, kind, i as u32);
     }
 
@@ -484,130 +483,6 @@ impl<'a> Sim<'a> {
         if ok && self.clients[i].offboarded {
             self.clients[i].offboarded = false;
             self.m.remounts += 1;
-        }
-    }
-
-    fn schedule_put(&mut self) {
-        if self.traffic.puts_per_s > 0.0 {
-            let gap = Exp::new(self.traffic.puts_per_s / 1_000.0).expect("positive rate");
-            self.put_at += gap.sample(&mut self.traffic_rng);
-            self.push(self.put_at as u64, Kind::Put, 0);
-        }
-    }
-
-    fn schedule_get(&mut self) {
-        if self.traffic.gets_per_s > 0.0 {
-            let gap = Exp::new(self.traffic.gets_per_s / 1_000.0).expect("positive rate");
-            self.get_at += gap.sample(&mut self.traffic_rng);
-            self.push(self.get_at as u64, Kind::Get, 0);
-        }
-    }
-
-    fn owners(&self, descs: &[ReplicaDesc]) -> Vec<u32> {
-        descs
-            .iter()
-            .filter_map(|d| self.by_name.get(&d.client).copied())
-            .collect()
-    }
-
-    fn any_unreachable(&self, owners: &[u32], t: u64) -> bool {
-        self.truth()
-            .is_some_and(|g| owners.iter().any(|&o| g.unreachable(o as usize, t)))
-    }
-
-    fn on_put(&mut self, t: u64) {
-        self.schedule_put();
-        let tr = self.traffic;
-        let size = self
-            .traffic_rng
-            .random_range(tr.object_min_bytes..=tr.object_max_bytes.max(tr.object_min_bytes));
-        let replicas = self.traffic_rng.random_range(1..=tr.max_replicas.max(1));
-        if self.w.master_paused(t) {
-            return;
-        }
-        self.clock.set_ms(t);
-        let id = self.next_key;
-        self.next_key += 1;
-        self.m.puts += 1;
-        if self.store(id, size, replicas, t) {
-            self.pool.push_back(id);
-            self.trim();
-        } else {
-            self.m.puts_failed += 1;
-        }
-    }
-
-    /// Put + PutEnd of key `id`; records where its replicas went. `false` when refused.
-    fn store(&mut self, id: u64, size: u64, replicas: usize, t: u64) -> bool {
-        let key = key_name(id);
-        let Ok(descs) = self.master.put(&key, size, replicas) else {
-            return false;
-        };
-        let _ = self.master.put_end(&key);
-        let owners = self.owners(&descs);
-        if self.any_unreachable(&owners, t) {
-            self.m.puts_unreachable += 1;
-        }
-        for &o in &owners {
-            self.clients[o as usize].keys.insert(id);
-        }
-        self.keys.insert(id, Key { size, replicas, owners });
-        true
-    }
-
-    /// The application's own eviction: beyond `max_objects`, the oldest key is removed.
-    fn trim(&mut self) {
-        while self.pool.len() > self.traffic.max_objects {
-            let Some(id) = self.pool.pop_front() else { break };
-            let _ = self.master.remove(&key_name(id));
-            for o in self.keys.remove(&id).map(|k| k.owners).unwrap_or_default() {
-                self.clients[o as usize].keys.remove(&id);
-            }
-        }
-    }
-
-    fn on_get(&mut self, t: u64) {
-        self.schedule_get();
-        let u: f64 = self.traffic_rng.random();
-        if self.w.master_paused(t) || self.pool.is_empty() {
-            return;
-        }
-        let n = self.pool.len();
-        let id = self.pool[((u * n as f64) as usize).min(n - 1)];
-        self.clock.set_ms(t);
-        self.m.gets += 1;
-        let incident = self.w.in_incident(t);
-        self.m.incident_gets += u64::from(incident);
-        let missed = match self.master.get(&key_name(id)) {
-            Ok(descs) => {
-                if self.any_unreachable(&self.owners(&descs), t) {
-                    self.m.gets_unreachable += 1;
-                }
-                false
-            }
-            Err(MasterError::ReplicaIsNotReady) => {
-                self.m.gets_not_ready += 1;
-                true
-            }
-            Err(MasterError::ObjectNotFound) => {
-                self.m.gets_not_found += 1;
-                self.recompute(id, t);
-                true
-            }
-            Err(_) => {
-                self.m.gets_other += 1;
-                true
-            }
-        };
-        self.m.incident_misses += u64::from(incident && missed);
-    }
-
-    /// A miss on a key that is gone: the cache recomputes it and puts it again.
-    fn recompute(&mut self, id: u64, t: u64) {
-        let Some(k) = self.keys.get(&id) else { return };
-        let (size, replicas) = (k.size, k.replicas);
-        if self.store(id, size, replicas, t) {
-            self.m.reputs += 1;
         }
     }
 }
