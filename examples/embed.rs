@@ -16,6 +16,7 @@
 
 use mooncake_liveness::config::OffboardingMode;
 use mooncake_liveness::master::{Master, MasterEvent, MasterOptions, SegmentSpec};
+use mooncake_liveness::LivenessEvent;
 use mooncake_liveness::{ClientId, Clock, LivenessConfig, LivenessState, PingStatus, SystemClock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -99,7 +100,7 @@ fn tell_and_check(master: &Master, c2: ClientId, story: &[MasterEvent]) {
     let mut c2_states = vec![LivenessState::Active];
     for e in story {
         match e {
-            MasterEvent::Transition(t) => {
+            MasterEvent::Liveness(LivenessEvent::Transition(t)) => {
                 let who = master.client_name(t.client);
                 println!("{:>5} ms  {who} {:?} -> {:?} ({:?})", t.at_ms, t.from, t.to, t.cause);
                 assert_eq!(t.client, c2, "only c2 stopped pinging: {t:?}");

@@ -43,6 +43,7 @@ mod master_common;
 use loom::thread;
 use master_common::{model_capped, Rig, ACTIVE_TTL_MS, SUSPICION_TTL_MS, VICTIM, VICTIM_SEG};
 use mooncake_liveness::master::{MasterError, MasterEvent, OffboardingDriver, SegmentSpec};
+use mooncake_liveness::LivenessEvent;
 use mooncake_liveness::{Clock, Incarnation, LivenessState, PingStatus};
 
 #[test]
@@ -83,7 +84,7 @@ fn master_ping_vs_remount_and_offboarding() {
             rig.quiesce();
             let events = rig.m.take_events();
             let offline_at = events.iter().find_map(|e| match e {
-                MasterEvent::Transition(t)
+                MasterEvent::Liveness(LivenessEvent::Transition(t))
                     if t.client == id && t.incarnation == Incarnation(1) && t.to == LivenessState::Offline =>
                 {
                     Some(t.at_ms)

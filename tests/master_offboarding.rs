@@ -12,6 +12,7 @@ use mooncake_liveness::config::OffboardingMode;
 use mooncake_liveness::master::{MasterEvent, MasterOptions, OffboardingDriver};
 use mooncake_liveness::offboarding::Step;
 use mooncake_liveness::LivenessConfig;
+use mooncake_liveness::LivenessEvent;
 
 /// Defect 3: async mode was invisible to the master's own accounting.
 #[test]
@@ -111,7 +112,7 @@ fn an_outbox_executors_attempts_reach_the_masters_events_and_stats() {
     let jobs: Vec<_> =
         m.m.take_events()
             .into_iter()
-            .filter(|e| !matches!(e, MasterEvent::Transition(_)))
+            .filter(|e| !matches!(e, MasterEvent::Liveness(LivenessEvent::Transition(_))))
             .collect();
     assert!(
         matches!(

@@ -5,6 +5,7 @@ mod common;
 
 use common::master::M;
 use mooncake_liveness::master::{MasterError, MasterEvent, MasterOptions, ReplicaDesc, SegmentSpec};
+use mooncake_liveness::LivenessEvent;
 use mooncake_liveness::{Clock, LivenessState, PingStatus};
 
 fn segs(r: &[ReplicaDesc]) -> Vec<&str> {
@@ -69,11 +70,12 @@ fn get_hides_a_suspected_owners_replicas_and_serves_them_after_recovery() {
     assert_eq!(segs(&m.at(21_000).get("k").unwrap()), ["s1"]);
     m.at(21_000).ping("c2");
     assert_eq!(segs(&m.at(21_000).get("k").unwrap()), ["s1", "s2"]);
-    let recoveries =
-        m.m.take_events()
-            .into_iter()
-            .filter(|e| matches!(e, MasterEvent::Transition(t) if t.to == LivenessState::Active))
-            .count();
+    let recoveries = m
+        .m
+        .take_events()
+        .into_iter()
+        .filter(|e| matches!(e, MasterEvent::Liveness(LivenessEvent::Transition(t)) if t.to == LivenessState::Active))
+        .count();
     assert_eq!(recoveries, 2);
 }
 

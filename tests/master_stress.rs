@@ -28,6 +28,7 @@ mod common;
 mod invariants;
 
 use common::rng::Rng;
+use mooncake_liveness::LivenessEvent;
 
 use mooncake_liveness::master::{Master, MasterEvent, MasterOptions, OffboardingDriver};
 use mooncake_liveness::offboarding::Step;
@@ -226,7 +227,9 @@ fn no_job_lost(m: &Master, restored: bool) {
     let offline: BTreeSet<_> = events
         .iter()
         .filter_map(|e| match e {
-            MasterEvent::Transition(t) if t.to == LivenessState::Offline => Some((t.client, t.incarnation)),
+            MasterEvent::Liveness(LivenessEvent::Transition(t)) if t.to == LivenessState::Offline => {
+                Some((t.client, t.incarnation))
+            }
             _ => None,
         })
         .collect();

@@ -210,7 +210,9 @@ fn a_client_paused_by_the_mass_suspicion_brake_goes_offline_on_time_after_the_re
         m.m.take_events()
             .iter()
             .filter_map(|e| match e {
-                MasterEvent::Transition(t) if t.to == LivenessState::Offline => Some(m.m.client_name(t.client)),
+                MasterEvent::Liveness(LivenessEvent::Transition(t)) if t.to == LivenessState::Offline => {
+                    Some(m.m.client_name(t.client))
+                }
                 _ => None,
             })
             .collect();

@@ -18,6 +18,7 @@ use crate::master::{
 };
 use crate::offboarding::executor::SharedSteps;
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, OffboardingSteps};
+use crate::LivenessEvent;
 use std::sync::Arc;
 
 /// One committed liveness transition, as the harness counts it.
@@ -179,7 +180,7 @@ impl MasterPaths for Master {
             .take_events()
             .into_iter()
             .filter_map(|e| match e {
-                MasterEvent::Transition(t) => Some(Change {
+                MasterEvent::Liveness(LivenessEvent::Transition(t)) => Some(Change {
                     client: t.client,
                     from: t.from,
                     to: t.to,

@@ -13,6 +13,7 @@ use super::state::State;
 use crate::liveness::LivenessState;
 use crate::master::MasterEvent;
 use crate::sync::{sleep, thread, Arc, AtomicBool, Ordering};
+use crate::LivenessEvent;
 use std::time::{Duration, Instant};
 
 /// How often placements are reconciled with the master.
@@ -81,7 +82,7 @@ fn state_name(s: LivenessState) -> &'static str {
 fn log_events(state: &State) {
     for ev in state.master.take_events() {
         match ev {
-            MasterEvent::Transition(t) => {
+            MasterEvent::Liveness(LivenessEvent::Transition(t)) => {
                 let action = match t.to {
                     LivenessState::Suspected => "client_liveness_suspected",
                     LivenessState::Active => "client_liveness_recovered",
@@ -104,8 +105,8 @@ fn log_events(state: &State) {
                 "client_id={}, incarnation={incarnation}, step={step:?}, attempt={attempt}, action=client_offboarding_retry",
                 state.master.client_name(client)
             ),
-            MasterEvent::StallDetected { ms, .. } => warning!("stall_ms={ms}, action=master_stall_credited"),
-            MasterEvent::MassSuspicionBrake { engaged, suspected, registered, .. } => warning!(
+            MasterEvent::Liveness(LivenessEvent::StallDetected { ms, .. }) => warning!("stall_ms={ms}, action=master_stall_credited"),
+            MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake { engaged, suspected, registered, .. }) => warning!(
                 "engaged={engaged}, suspected={suspected}, registered={registered}, action=mass_suspicion_brake"
             ),
         }

@@ -77,9 +77,10 @@ impl EventLog {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::LivenessEvent;
 
     fn stall(ms: u64) -> MasterEvent {
-        MasterEvent::StallDetected { at_ms: ms, ms }
+        MasterEvent::Liveness(LivenessEvent::StallDetected { at_ms: ms, ms })
     }
 
     #[test]
@@ -112,7 +113,7 @@ mod tests {
             let mine: Vec<u64> = kept
                 .iter()
                 .filter_map(|e| match e {
-                    MasterEvent::StallDetected { ms, .. } if ms / 10_000 == t => Some(*ms),
+                    MasterEvent::Liveness(LivenessEvent::StallDetected { ms, .. }) if ms / 10_000 == t => Some(*ms),
                     _ => None,
                 })
                 .collect();

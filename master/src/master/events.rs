@@ -5,31 +5,15 @@
 //! path module (and the simulator, replay and telemetry above) can name them without importing
 //! a path. May not touch: anything with state.
 
-use crate::liveness::{ClientId, Incarnation, Transition};
+use crate::liveness::{ClientId, Incarnation};
+use crate::monitor::LivenessEvent;
 
 /// Something the master did on its own (between operations) or as a side effect of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MasterEvent {
-    /// A committed liveness transition.
-    Transition(Transition),
-    /// A master stall detected and credited.
-    StallDetected {
-        /// When the master resumed (base clock).
-        at_ms: u64,
-        /// The credited stall.
-        ms: u64,
-    },
-    /// The mass-suspicion brake engaged or released.
-    MassSuspicionBrake {
-        /// When (base clock).
-        at_ms: u64,
-        /// Engaged (`true`) or released.
-        engaged: bool,
-        /// Suspected incarnations then.
-        suspected: usize,
-        /// Registered incarnations then.
-        registered: usize,
-    },
+    /// What the liveness monitor or a signal path committed or detected: a transition, a
+    /// credited stall, the mass-suspicion brake (the core's event, as the monitor reported it).
+    Liveness(LivenessEvent),
     /// An offboarding attempt failed; the job will be retried after its backoff.
     OffboardingRetry {
         /// The client.

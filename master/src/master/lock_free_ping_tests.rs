@@ -5,6 +5,7 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::liveness::PingStatus;
 use crate::sync::thread;
+use crate::LivenessEvent;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -89,7 +90,7 @@ fn a_recovering_ping_returns_while_another_thread_holds_every_master_lock() {
     let recovered = m
         .take_events()
         .into_iter()
-        .filter(|e| matches!(e, MasterEvent::Transition(t) if t.cause == crate::liveness::Cause::RecoveredByPing))
+        .filter(|e| matches!(e, MasterEvent::Liveness(LivenessEvent::Transition(t)) if t.cause == crate::liveness::Cause::RecoveredByPing))
         .count();
     assert_eq!(recovered, 1, "the recovery was not recorded");
 }

@@ -352,21 +352,7 @@ impl MasterCore {
     pub fn tick(&self) {
         let report = lock(&self.monitor).tick(&self.live);
         for ev in report.events {
-            self.record(match ev {
-                LivenessEvent::Transition(t) => MasterEvent::Transition(t),
-                LivenessEvent::StallDetected { at_ms, ms } => MasterEvent::StallDetected { at_ms, ms },
-                LivenessEvent::MassSuspicionBrake {
-                    at_ms,
-                    engaged,
-                    suspected,
-                    registered,
-                } => MasterEvent::MassSuspicionBrake {
-                    at_ms,
-                    engaged,
-                    suspected,
-                    registered,
-                },
-            });
+            self.record(MasterEvent::Liveness(ev));
         }
         self.run_offboarding(report.jobs);
         self.publish_gauges();
@@ -484,7 +470,7 @@ impl MasterCore {
 
     fn push_transition(&self, t: Option<Transition>) {
         if let Some(t) = t {
-            self.record(MasterEvent::Transition(t));
+            self.record(MasterEvent::Liveness(LivenessEvent::Transition(t)));
         }
     }
 }
@@ -720,7 +706,7 @@ mod tests {
             .take_events()
             .iter()
             .filter_map(|e| match e {
-                MasterEvent::StallDetected { ms, .. } => Some(*ms),
+                MasterEvent::Liveness(LivenessEvent::StallDetected { ms, .. }) => Some(*ms),
                 _ => None,
             })
             .collect();

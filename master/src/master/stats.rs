@@ -19,6 +19,7 @@ use crate::liveness::Cause;
 use crate::offboarding::{ClientOffboardingJob, Completed, Step};
 use crate::sync::{AtomicU64, Ordering};
 use crate::telemetry::{self, Stats};
+use crate::LivenessEvent;
 
 /// The master's counters (see the module doc).
 #[derive(Debug, Default)]
@@ -46,7 +47,7 @@ impl MasterCore {
     pub(crate) fn record(&self, ev: MasterEvent) {
         let c = &self.counters;
         match &ev {
-            MasterEvent::Transition(t) => {
+            MasterEvent::Liveness(LivenessEvent::Transition(t)) => {
                 match telemetry::Counted::of(t) {
                     telemetry::Counted::Suspicion => bump(&c.suspicions, 1),
                     telemetry::Counted::OfflineCommit => bump(&c.offline_commits, 1),
@@ -58,16 +59,16 @@ impl MasterCore {
                     telemetry::transition(t);
                 }
             }
-            MasterEvent::StallDetected { ms, .. } => {
+            MasterEvent::Liveness(LivenessEvent::StallDetected { ms, .. }) => {
                 telemetry::stall(*ms);
                 bump(&c.stalls, 1);
                 bump(&c.stall_ms, *ms);
             }
-            MasterEvent::MassSuspicionBrake { engaged: true, .. } => {
+            MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake { engaged: true, .. }) => {
                 telemetry::brake_engaged("mass_suspicion");
                 bump(&c.brake_engagements, 1);
             }
-            MasterEvent::MassSuspicionBrake { .. } => {}
+            MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake { .. }) => {}
             // The metric is counted where the retry is scheduled (`Schedule::retry`), or by
             // `report_offboarding` for an attempt run outside the master.
             MasterEvent::OffboardingRetry { step, .. } => bump(&c.step_failures[*step as usize], 1),

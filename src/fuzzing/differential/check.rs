@@ -6,6 +6,7 @@ use super::names::client_ids;
 use super::names::ev_of;
 use crate::config::LivenessConfig;
 use crate::master::{Master, MasterEvent};
+use crate::LivenessEvent;
 use std::collections::BTreeSet;
 
 /// The model plus what the invariants remember across steps.
@@ -101,7 +102,7 @@ impl Checker {
         let stalls: Vec<(u64, u64)> = events
             .iter()
             .filter_map(|e| match e {
-                MasterEvent::StallDetected { at_ms, ms } => Some((*at_ms, *ms)),
+                MasterEvent::Liveness(LivenessEvent::StallDetected { at_ms, ms }) => Some((*at_ms, *ms)),
                 _ => None,
             })
             .collect();
@@ -113,7 +114,7 @@ impl Checker {
         );
         let events: Vec<&MasterEvent> = events
             .iter()
-            .filter(|e| !matches!(e, MasterEvent::StallDetected { .. }))
+            .filter(|e| !matches!(e, MasterEvent::Liveness(LivenessEvent::StallDetected { .. })))
             .collect();
         let evs: Vec<Ev> = events.iter().map(|e| ev_of(m, e)).collect();
         // The brake's event (first: it decides before the tick's commits), the transitions,

@@ -4,6 +4,7 @@
 
 use super::decode::Cmd;
 use crate::master::{MasterEvent, TaskKind};
+use crate::LivenessEvent;
 use std::fmt;
 
 /// Operation names, in [`Cmd`]'s order (an `Advance` counts every advance, short or long).
@@ -155,12 +156,16 @@ impl Counts {
     pub(super) fn events(&mut self, events: &[MasterEvent]) {
         for e in events {
             match e {
-                MasterEvent::Transition(_) => self.transitions[self.mode] += 1,
+                MasterEvent::Liveness(LivenessEvent::Transition(_)) => self.transitions[self.mode] += 1,
                 MasterEvent::OffboardingRetry { .. } => self.retries[self.mode] += 1,
                 MasterEvent::Offboarded { .. } => self.offboarded[self.mode] += 1,
-                MasterEvent::MassSuspicionBrake { engaged: true, .. } => self.brake_engaged[self.mode] += 1,
-                MasterEvent::MassSuspicionBrake { engaged: false, .. } => self.brake_released[self.mode] += 1,
-                MasterEvent::StallDetected { .. } => self.stalls_credited[self.mode] += 1,
+                MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake { engaged: true, .. }) => {
+                    self.brake_engaged[self.mode] += 1
+                }
+                MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake { engaged: false, .. }) => {
+                    self.brake_released[self.mode] += 1
+                }
+                MasterEvent::Liveness(LivenessEvent::StallDetected { .. }) => self.stalls_credited[self.mode] += 1,
             }
         }
     }

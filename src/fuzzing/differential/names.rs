@@ -3,6 +3,7 @@
 use super::super::model::{Ev, State, CLIENTS, CLIENT_NAMES, KEY_NAMES, SEGMENT_NAMES};
 use crate::liveness::{ClientId, LivenessState};
 use crate::master::{Master, MasterEvent};
+use crate::LivenessEvent;
 
 pub(super) fn client_index(name: &str) -> usize {
     CLIENT_NAMES
@@ -60,7 +61,7 @@ pub(super) fn state_of(s: LivenessState) -> State {
 pub(super) fn ev_of(m: &Master, e: &MasterEvent) -> Ev {
     let c = |id| client_index(&m.client_name(id));
     match e {
-        MasterEvent::Transition(t) => Ev::Transition {
+        MasterEvent::Liveness(LivenessEvent::Transition(t)) => Ev::Transition {
             at: t.at_ms,
             client: c(t.client),
             incarnation: t.incarnation.0,
@@ -91,12 +92,12 @@ pub(super) fn ev_of(m: &Master, e: &MasterEvent) -> Ev {
             incarnation: incarnation.0,
             attempts: *attempts,
         },
-        MasterEvent::MassSuspicionBrake {
+        MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake {
             at_ms,
             engaged,
             suspected,
             registered,
-        } => Ev::Brake {
+        }) => Ev::Brake {
             at: *at_ms,
             engaged: *engaged,
             suspected: *suspected,

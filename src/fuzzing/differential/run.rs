@@ -16,6 +16,7 @@ use crate::liveness::{Incarnation, LivenessState, PingStatus};
 use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
 use crate::offboarding::Step;
 use crate::snapshot::Snapshot;
+use crate::LivenessEvent;
 use std::sync::Arc;
 
 /// The real master's answer to one operation.
@@ -174,7 +175,9 @@ impl Real {
     /// incarnation that held more keys than a batch (its `metadata` step answered `More`).
     fn count_reached(&mut self, events: &[MasterEvent]) {
         if self.m.nof().iter().next().is_some() {
-            let transitions = events.iter().filter(|e| matches!(e, MasterEvent::Transition(_)));
+            let transitions = events
+                .iter()
+                .filter(|e| matches!(e, MasterEvent::Liveness(LivenessEvent::Transition(_))));
             self.counts
                 .bump(|c| &mut c.transitions_beside_nof, transitions.count() as u64);
         }
@@ -182,7 +185,9 @@ impl Real {
         let index = |id| ids.iter().position(|x| *x == Some(id));
         for e in events {
             match e {
-                MasterEvent::Transition(t) if t.from != LivenessState::Suspected || t.to != LivenessState::Active => {
+                MasterEvent::Liveness(LivenessEvent::Transition(t))
+                    if t.from != LivenessState::Suspected || t.to != LivenessState::Active =>
+                {
                     let Some(c) = index(t.client) else { continue };
                     let at = self.m.liveness().clock().to_liveness(BaseMs(t.at_ms));
                     if self.long_window[c].is_some_and(|(inc, d)| inc == t.incarnation.0 && d <= at) {

@@ -6,17 +6,20 @@ use super::counters::CrashDetection;
 use super::run::{key_name, Sim};
 use crate::liveness::{LivenessState, Transition};
 use crate::master::MasterEvent;
+use crate::LivenessEvent;
 
 impl Sim<'_> {
     pub(super) fn drain(&mut self) {
         for ev in self.master.take_events() {
             match ev {
-                MasterEvent::Transition(tr) => self.on_transition(tr),
-                MasterEvent::StallDetected { ms, .. } => {
+                MasterEvent::Liveness(LivenessEvent::Transition(tr)) => self.on_transition(tr),
+                MasterEvent::Liveness(LivenessEvent::StallDetected { ms, .. }) => {
                     self.m.stalls += 1;
                     self.m.stall_ms += ms;
                 }
-                MasterEvent::MassSuspicionBrake { engaged, .. } => self.m.brake_engagements += u64::from(engaged),
+                MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake { engaged, .. }) => {
+                    self.m.brake_engagements += u64::from(engaged)
+                }
                 MasterEvent::OffboardingRetry { .. } => self.m.retries += 1,
                 MasterEvent::Offboarded { client, at_ms, .. } => self.on_offboarded(self.index_of(client), at_ms),
             }

@@ -6,6 +6,7 @@ use super::parse::{Op, OpLine};
 use crate::liveness::PingStatus;
 use crate::master::{Master, MasterEvent, QueryReport, ReplicaDesc, TaskDesc};
 use crate::sim::legacy::{Expiry, LegacyClient};
+use crate::LivenessEvent;
 use serde::Serialize;
 
 /// One JSON object under construction.
@@ -214,7 +215,7 @@ fn refusal_fields(op: &Op, out: &mut JsonLine) {
 /// The output line of one master event; names are resolved through the master.
 pub(super) fn event_line(master: &Master, event: &MasterEvent) -> String {
     match event {
-        MasterEvent::Transition(t) => {
+        MasterEvent::Liveness(LivenessEvent::Transition(t)) => {
             let mut out = JsonLine::new(t.at_ms, "event", "transition");
             out.str("client", &master.client_name(t.client))
                 .field("incarnation", &t.incarnation.0)
@@ -248,19 +249,19 @@ pub(super) fn event_line(master: &Master, event: &MasterEvent) -> String {
                 .field("attempt", attempt);
             out.finish()
         }
-        MasterEvent::MassSuspicionBrake {
+        MasterEvent::Liveness(LivenessEvent::MassSuspicionBrake {
             at_ms,
             engaged,
             suspected,
             registered,
-        } => {
+        }) => {
             let mut out = JsonLine::new(*at_ms, "event", "mass_suspicion_brake");
             out.field("engaged", engaged)
                 .field("suspected", suspected)
                 .field("registered", registered);
             out.finish()
         }
-        MasterEvent::StallDetected { at_ms, ms } => {
+        MasterEvent::Liveness(LivenessEvent::StallDetected { at_ms, ms }) => {
             let mut out = JsonLine::new(*at_ms, "event", "stall_detected");
             out.field("ms", ms);
             out.finish()
