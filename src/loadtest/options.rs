@@ -319,6 +319,19 @@ impl Options {
                 self.clients, self.joiners
             ));
         }
+        // The TTLs go through the one configuration door, as every binary's do (a TTL over ten
+        // years is refused there); the message keeps this command's flag names.
+        let mut cli = crate::config::CliOverrides::default();
+        cli.other
+            .set_ms(crate::config::keys::CLIENT_ACTIVE_TTL_SEC, self.active_ttl_ms);
+        cli.other
+            .set_ms(crate::config::keys::CLIENT_SUSPICION_TTL_SEC, self.suspicion_ttl_ms);
+        crate::config::resolve(None, &cli).map_err(|e| {
+            format!(
+                "--active-ttl-ms {} / --suspicion-ttl-ms {}: {e}",
+                self.active_ttl_ms, self.suspicion_ttl_ms
+            )
+        })?;
         Ok(())
     }
 
@@ -332,6 +345,19 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The TTLs are checked by the configuration door, with this command's flag names.
+    #[test]
+    fn a_ttl_over_ten_years_is_refused_naming_the_flag() {
+        let o = Options {
+            active_ttl_ms: u64::MAX / 2,
+            ..Options::default()
+        };
+        let e = o.validate_run().unwrap_err();
+        assert!(e.starts_with("--active-ttl-ms "), "{e}");
+        assert!(e.contains("client_active_ttl_sec"), "{e}");
+        assert!(Options::default().validate_run().is_ok());
+    }
 
     #[test]
     fn join_storm_takes_its_own_scale_and_the_others_the_general_one() {

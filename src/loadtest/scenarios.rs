@@ -14,7 +14,7 @@ use super::options::{Design, Options, PingThread, Scenario};
 use super::paths::{new_master, MasterPaths};
 use super::stats::{self, Recorder, BEFORE, DURING, OTHER};
 use super::upstream::UpstreamMain;
-use crate::config::LivenessConfig;
+use crate::config::{self, keys, CliOverrides, LivenessConfig};
 use crate::master::{MasterOptions, SegmentSpec};
 use crate::sync::Ordering;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -48,20 +48,26 @@ pub(super) struct RunResult {
     pub(super) marks: Vec<(String, f64)>,
 }
 
+/// The liveness configuration of a run, through the one door every binary uses
+/// (`config::resolve` with `config::keys`): both TTLs and the tick given, the stall bound by
+/// the resolver's own rule (half the active TTL).
 fn config(opts: &Options, design: Design) -> LivenessConfig {
     // Under `upstream-main` the master's own liveness never acts (its tick is never called:
     // upstream's records and monitor in `upstream` decide); the TTLs are set all the same.
     let upstream = design == Design::UpstreamMain;
-    LivenessConfig {
-        active_ttl_ms: opts.active_ttl_ms,
-        suspicion_ttl_ms: opts.suspicion_ttl_ms,
-        monitor_tick_ms: (opts.active_ttl_ms / 10).clamp(1, 1000),
-        stall_bound_ms: (opts.active_ttl_ms / 2).max(1),
-        // Upstream has neither brake (see `upstream`'s module doc).
-        stall_brake: !upstream,
-        mass_suspicion_brake: !upstream,
-        ..LivenessConfig::default()
-    }
+    let mut cli = CliOverrides::default();
+    cli.other.set_ms(keys::CLIENT_ACTIVE_TTL_SEC, opts.active_ttl_ms);
+    cli.other.set_ms(keys::CLIENT_SUSPICION_TTL_SEC, opts.suspicion_ttl_ms);
+    // The monitor's period: a tenth of the active TTL, 1 ms to 1 s (upstream's proportion).
+    cli.other
+        .set_ms(keys::MONITOR_TICK_MS, (opts.active_ttl_ms / 10).clamp(1, 1000));
+    // Upstream has neither brake (see `upstream`'s module doc).
+    cli.other.set(keys::STALL_BRAKE, serde_json::json!(!upstream));
+    cli.other.set(keys::MASS_SUSPICION_BRAKE, serde_json::json!(!upstream));
+    // The options were validated (`Options::validate_run`, which resolves the same keys).
+    config::resolve(None, &cli)
+        .expect("validated load-test options resolve")
+        .config
 }
 
 fn client_names(opts: &Options) -> Vec<String> {
@@ -98,7 +104,9 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
         expected_objects: opts.keys + victim_keys,
         ..MasterOptions::default()
     };
-    let raw = std::sync::Arc::new(new_master(config(opts, design), options));
+    let liveness = config(opts, design);
+    let tick = Duration::from_millis(liveness.monitor_tick_ms);
+    let raw = std::sync::Arc::new(new_master(liveness, options));
     let wrapped;
     let paths: &dyn MasterPaths = match design {
         Design::UpstreamMain => {
@@ -115,7 +123,6 @@ pub(super) fn run_one(opts: &Options, scenario: Scenario, design: Design) -> Res
     let ctx = Ctx::new(paths, opts, ping_thread, client_names(opts));
     let prefix = format!("{} / {}", scenario.name(), design.name());
     let (tx, rx) = std::sync::mpsc::channel();
-    let tick = Duration::from_millis((opts.active_ttl_ms / 10).clamp(1, 1000));
     let mut marks = Vec::new();
     let mut walk_ms = 0.0;
     let mut recs = std::thread::scope(|s| -> Result<Vec<Recorder>, String> {
