@@ -38,8 +38,20 @@ use std::collections::{HashMap, HashSet};
 
 /// Largest number of units a space holds (the allocator's bins top out just below 2^32).
 const MAX_UNITS: u64 = 1 << 31;
-/// Allocations one segment can hold at once (the crate's default node count).
-const MAX_ALLOCS: u32 = 128 * 1024;
+/// Allocations one segment can hold at once: Mooncake's allocator starts at this capacity
+/// for every segment (3b5a594, `mooncake-store/src/allocator.cpp:270-284`: at least 1 Mi
+/// nodes, growing on demand up to size / 1 KiB, at most 64 Mi). This crate's allocator cannot
+/// grow: its node array (32 bytes a node) is allocated whole when the segment mounts, so a
+/// space takes 1 Mi nodes (32 MiB) and no more, or one per unit of a smaller segment. (It was
+/// the crate's default, 128 Ki, until the real-client load test filled a 1 GiB segment with
+/// 128-byte values: every PutStart after that failed, each after a reconcile of the segment.)
+const MAX_ALLOCS: u32 = 1 << 20;
+
+/// The node count of a space of `units` units: [`MAX_ALLOCS`], or fewer where the segment
+/// cannot hold that many allocations (each takes at least one unit).
+fn max_allocs(units: u32) -> u32 {
+    units.saturating_add(2).min(MAX_ALLOCS)
+}
 
 /// The size class `units` round up to (the block an allocation of `units` takes).
 fn class_of(units: u64) -> Option<u64> {
@@ -139,7 +151,7 @@ impl SegmentSpace {
             base: seg.base,
             size: seg.size,
             shift,
-            alloc: Mutex::new(Some(Allocator::with_max_allocs(units, MAX_ALLOCS))),
+            alloc: Mutex::new(Some(Allocator::with_max_allocs(units, max_allocs(units)))),
             keys: Mutex::new(HashSet::new()),
         })
     }
@@ -295,6 +307,21 @@ mod tests {
         assert_eq!(space.free_bytes(), 1 << 20);
         assert!(space.allocate("x", (1 << 20) + 1).is_none() && space.allocate("x", 0).is_none());
         assert!(space.keys().is_empty(), "freed placements leave the index");
+    }
+
+    /// More objects than the crate's default 128 Ki nodes fit in one segment (the count the
+    /// real-client load test reached), and a segment smaller than the node count is filled to
+    /// its last byte.
+    #[test]
+    fn a_segment_holds_more_than_128k_objects() {
+        let space = Arc::new(SegmentSpace::new("s".into(), &seg(0, 1 << 20)).unwrap());
+        let n = 200_000;
+        let got: Vec<Placement> = (0..n).map_while(|i| space.allocate(&format!("k{i}"), 4)).collect();
+        assert_eq!(got.len(), n, "1 MiB holds 200 000 objects of 4 bytes");
+        let tiny = Arc::new(SegmentSpace::new("t".into(), &seg(0, 100)).unwrap());
+        let all: Vec<Placement> = (0..200).map_while(|i| tiny.allocate(&format!("k{i}"), 1)).collect();
+        assert_eq!(all.len(), 100, "a 100-byte segment holds 100 one-byte objects");
+        assert_eq!(max_allocs(u32::MAX), MAX_ALLOCS);
     }
 
     /// A freed block is reused by the next request of its size (with exact-size blocks a
