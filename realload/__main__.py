@@ -60,6 +60,17 @@ def peak_rss_mb(pid):
     return None
 
 
+def cpu_s(pid):
+    """A live process's CPU time so far (user + system, all threads), seconds; ``None`` if it
+    cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def master_args(kind, active, suspicion, ports, rpc_threads=0):
     """The flags every master gets; ``kind`` says how its TTLs are spelled."""
     rpc, http, metrics = ports
@@ -161,6 +172,7 @@ def run(args, logdir):
         holders[0].send({"cmd": "owners", "keys": pools})
         owned_before = holders[0].read()
     mix_start = time.time()
+    cpu_at_start = cpu_s(master.pid)
     for i, h in enumerate(holders):
         h.send({"cmd": "mix", "seconds": args.run_s, "keys": pools, "size": args.size, "prefix": f"w{i}", "seed": i})
     pause = fault.Pause(victim.proc, args.pause_at_s, args.pause_s) if victim else None
@@ -171,6 +183,7 @@ def run(args, logdir):
         j.ready()
     mixed = [h.read() for h in holders]
     end = time.time()
+    cpu_at_end = cpu_s(master.pid)
     if pause:
         pause.join()
         holders[0].send({"cmd": "owners", "keys": pools})
@@ -232,6 +245,7 @@ def run(args, logdir):
         "clients_measured": len(gaps),
         "transitions": counted,
         "master_peak_rss_mb": master_rss,
+        "master_cpu_mix_s": None if None in (cpu_at_start, cpu_at_end) else round(cpu_at_end - cpu_at_start, 2),
         "rpc_threads": args.rpc_threads,
         "rpc_thread_num_logged": logged_threads,
         "load_before": load_before,

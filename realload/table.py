@@ -18,7 +18,13 @@ def _ms(us):
     return f"{us / 1000:.2f}" if us >= 1000 else f"{us / 1000:.3f}"
 
 
-def spread(values, fmt=str):
+def _num(v):
+    """A figure as written: whole numbers without a decimal point (an even count's median may
+    fall between two runs: one decimal then)."""
+    return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
+
+
+def spread(values, fmt=_num):
     """``median [min–max]`` (just the value for one run)."""
     if not values:
         return "—"
@@ -39,14 +45,19 @@ def summary(runs):
     """The per-master table (markdown)."""
     head = (
         "| master | runs | load (start → end) | keys preloaded | ops/s | Get p50 / p99 (ms) | Put p50 / p99 (ms) "
-        "| Ping p50 / p99 / max (µs) | joiners' ReMount p50 / max (µs) | worst heartbeat gap (s) "
-        "| false Suspected / Offline / expired | client errors | master peak RSS (MiB) |"
+        "| Ping p50 / p99 / max (µs) | joiners' Mount p50 / max (µs) | joiners' ReMount p50 / max (µs) | worst heartbeat gap (s) "
+        "| false Suspected / Offline / expired | client errors | master CPU in the mix (s) | master CPU per 1 000 ops (ms) | master peak RSS (MiB) |"
     )
-    rows = [head, "|" + "---|" * 13]
+    rows = [head, "|" + "---|" * 16]
     for master, rs in _group(runs):
         lat = lambda k, q: [r["latency_us"][k][q] for r in rs]  # noqa: E731
         ping = lambda q: [r["ping_latency_us"][q] for r in rs]  # noqa: E731
         rem = lambda q: [r["remount_us"][q] for r in rs]  # noqa: E731
+        mnt = lambda q: [r["mount_us"][q] for r in rs]  # noqa: E731
+        timed = [r for r in rs if r.get("master_cpu_mix_s") is not None]
+        cpu = [r["master_cpu_mix_s"] for r in timed]
+        # ops in the mix = ops/s x mix seconds; the master's CPU over the same window.
+        per_kop = [1e6 * r["master_cpu_mix_s"] / max(1, r["ops_per_s"] * r["run_s"]) for r in timed]
         t = lambda k: sum(r["transitions"].get(k, 0) for r in rs)  # noqa: E731
         loads = ", ".join(f"{r['load_before']:.1f} → {r['load_after']:.1f}" for r in rs)
         rows.append(
@@ -55,10 +66,13 @@ def summary(runs):
             f"| {spread(lat('get', 'p50'), _ms)} / {spread(lat('get', 'p99'), _ms)} "
             f"| {spread(lat('put', 'p50'), _ms)} / {spread(lat('put', 'p99'), _ms)} "
             f"| {spread(ping('p50'))} / {spread(ping('p99'))} / {spread(ping('max'))} "
+            f"| {spread(mnt('p50'))} / {spread(mnt('max'))} "
             f"| {spread(rem('p50'))} / {spread(rem('max'))} "
             f"| {spread([r['worst_gap_s'] for r in rs], lambda v: f'{v:.3f}')} "
             f"| {t('suspected')} / {t('offline')} / {t('expired')} "
             f"| {sum(r['errors'] for r in rs)} "
+            f"| {spread(cpu, lambda v: f'{v:.1f}')} "
+            f"| {spread(per_kop, lambda v: f'{v:.1f}')} "
             f"| {spread([r['master_peak_rss_mb'] for r in rs if r.get('master_peak_rss_mb')], lambda v: f'{v:.0f}')} |"
         )
     return "\n".join(rows)
