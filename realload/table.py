@@ -1,8 +1,9 @@
 """``python -m realload.table RUN.json ...``: the side-by-side tables of several realload runs
 (``scripts/realload.sh sides`` prints them at the end).
 
-One row per master: each figure as the median of its runs with [min–max] beside it, the runs'
-1-minute load averages (start → end), and, for fault runs (``--pause-s``), what each master did
+One row per master in two tables (what the clients saw; what the master logged and spent): each
+figure as the median of its runs with [min–max] beside it, the runs' 1-minute load averages
+(start → end), and, for fault runs (``--pause-s``), what each master did
 to the paused client and the keys on its segment, run by run. Order: legacy, rfc, serve, then
 any other label.
 """
@@ -42,13 +43,20 @@ def _group(runs):
 
 
 def summary(runs):
-    """The per-master table (markdown)."""
-    head = (
-        "| master | runs | load (start → end) | keys preloaded | ops/s | Get p50 / p99 (ms) | Put p50 / p99 (ms) "
-        "| Ping p50 / p99 / max (µs) | joiners' Mount p50 / max (µs) | joiners' ReMount p50 / max (µs) | worst heartbeat gap (s) "
-        "| false Suspected / Offline / expired | client errors | master CPU in the mix (s) | master CPU per 1 000 ops (ms) | master peak RSS (MiB) |"
-    )
-    rows = [head, "|" + "---|" * 16]
+    """The per-master tables (markdown): what the clients saw, then what the master logged and
+    spent."""
+    clients = [
+        "| master | runs | load (start → end) | keys preloaded | ops/s | Get p50 / p99 (ms) "
+        "| Put p50 / p99 (ms) | client errors |",
+        "|" + "---|" * 8,
+    ]
+    masters = [
+        "| master | Ping p50 / p99 / max (µs) | worst heartbeat gap (s) | false Suspected / Offline / expired "
+        "| joiners' Mount p50 / max (µs) | joiners' ReMount p50 / max (µs) | master CPU in the mix (s) "
+        "| master CPU per 1 000 ops (ms) | master peak RSS (MiB) |",
+        "|" + "---|" * 9,
+    ]
+    one = lambda v: f"{v:.1f}"  # noqa: E731
     for master, rs in _group(runs):
         lat = lambda k, q: [r["latency_us"][k][q] for r in rs]  # noqa: E731
         ping = lambda q: [r["ping_latency_us"][q] for r in rs]  # noqa: E731
@@ -58,24 +66,25 @@ def summary(runs):
         cpu = [r["master_cpu_mix_s"] for r in timed]
         # ops in the mix = ops/s x mix seconds; the master's CPU over the same window.
         per_kop = [1e6 * r["master_cpu_mix_s"] / max(1, r["ops_per_s"] * r["run_s"]) for r in timed]
+        rss = [r["master_peak_rss_mb"] for r in rs if r.get("master_peak_rss_mb")]
         t = lambda k: sum(r["transitions"].get(k, 0) for r in rs)  # noqa: E731
         loads = ", ".join(f"{r['load_before']:.1f} → {r['load_after']:.1f}" for r in rs)
-        rows.append(
+        clients.append(
             f"| {master} | {len(rs)} | {loads} | {spread([r['keys'] for r in rs])} "
             f"| {spread([r['ops_per_s'] for r in rs])} "
             f"| {spread(lat('get', 'p50'), _ms)} / {spread(lat('get', 'p99'), _ms)} "
             f"| {spread(lat('put', 'p50'), _ms)} / {spread(lat('put', 'p99'), _ms)} "
-            f"| {spread(ping('p50'))} / {spread(ping('p99'))} / {spread(ping('max'))} "
-            f"| {spread(mnt('p50'))} / {spread(mnt('max'))} "
-            f"| {spread(rem('p50'))} / {spread(rem('max'))} "
+            f"| {sum(r['errors'] for r in rs)} |"
+        )
+        masters.append(
+            f"| {master} | {spread(ping('p50'))} / {spread(ping('p99'))} / {spread(ping('max'))} "
             f"| {spread([r['worst_gap_s'] for r in rs], lambda v: f'{v:.3f}')} "
             f"| {t('suspected')} / {t('offline')} / {t('expired')} "
-            f"| {sum(r['errors'] for r in rs)} "
-            f"| {spread(cpu, lambda v: f'{v:.1f}')} "
-            f"| {spread(per_kop, lambda v: f'{v:.1f}')} "
-            f"| {spread([r['master_peak_rss_mb'] for r in rs if r.get('master_peak_rss_mb')], lambda v: f'{v:.0f}')} |"
+            f"| {spread(mnt('p50'))} / {spread(mnt('max'))} "
+            f"| {spread(rem('p50'))} / {spread(rem('max'))} "
+            f"| {spread(cpu, one)} | {spread(per_kop, one)} | {spread(rss, lambda v: f'{v:.0f}')} |"
         )
-    return "\n".join(rows)
+    return "\n".join(clients) + "\n\n" + "\n".join(masters)
 
 
 def faults(runs):
