@@ -41,12 +41,12 @@ use std::collections::{HashMap, HashSet};
 const MAX_UNITS: u64 = 1 << 31;
 /// Fewest allocations a space holds at once (the crate's default node count).
 const MIN_ALLOCS: u32 = 128 * 1024;
-/// Most allocations a space holds at once: Mooncake's allocator starts at 1 Mi nodes and
-/// grows on demand up to size / 1 KiB, at most 64 Mi (3b5a594,
-/// `mooncake-store/src/allocator.cpp:270-284`). This crate's allocator cannot grow: its node
-/// array (32 bytes a node) is written whole when the segment mounts, so a space takes size /
-/// 1 KiB nodes (upstream's ceiling) between 128 Ki (4 MiB, a 128 MiB segment or less) and 1 Mi
-/// (32 MiB, a 1 GiB segment or more).
+/// Most allocations a space holds at once. Mooncake's allocator starts at size / 4 KiB nodes
+/// (1 Ki to 64 Ki) and grows on demand up to size / 1 KiB, at least 1 Mi and at most 64 Mi
+/// (3b5a594, `mooncake-store/src/allocator.cpp:270-284`). This crate's allocator cannot grow:
+/// its node array (32 bytes a node) is written whole when the segment mounts, so a space takes
+/// size / 1 KiB nodes (upstream's ceiling for a segment of 1 GiB or more) between 128 Ki
+/// (4 MiB, a 128 MiB segment or less) and 1 Mi (32 MiB, a 1 GiB segment or more).
 const MAX_ALLOCS: u32 = 1 << 20;
 
 /// The node count of a space of `size` bytes in `units` units: size / 1 KiB within
