@@ -10,7 +10,7 @@
 # the C++ example), the loom models in their own target dir, and the conformance harness
 # against the real mooncake_master (PyPI wheel, in a network namespace of its own; ~2-3 min), the
 # wire crate's golden captures, `serve` with the real client (scripts/serve_real.sh; ~1 min), and
-# a smoke of the real-client load driver against `serve` (scripts/realload.sh; ~30 s).
+# a smoke of the real-client load driver against `serve` (scripts/realload.sh; ~20 s).
 # Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +75,7 @@ CONFORMANCE_OUT=target/CONFORMANCE.md scripts/conformance.sh
 step "serve: the real 0.3.13.post1 client against mooncake-liveness serve (namespace; ~1 min)"
 scripts/serve_real.sh
 
-step "realload: the side-by-side driver against serve, with a paused client (namespace; ~30 s, judges no timing)"
+step "realload: the side-by-side driver against serve, with a paused client (namespace; ~20 s, judges no timing)"
 # The release binary of the simulate step above (same features: nothing new to compile) and the
 # conformance venv; --check fails the run when serve's log does not give the driver its figures.
 cargo build --locked --release --features fuzzing --bin mooncake-liveness --quiet
