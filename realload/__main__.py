@@ -12,6 +12,12 @@ the master binaries. Steps (every process is stopped by id at the end, and dies 
 5. the master's log gives Ping latency, the worst heartbeat gap as the master saw it (holders
    and pingers, over the mix), ReMount latencies and every liveness transition; the clients
    give ops/s and Put/Get latency.
+With ``--pause-s``, one pinger is SIGSTOPped ``--pause-at-s`` into the mix for that long
+(:mod:`realload.fault`); it is left out of the heartbeat gaps, and the report says what the
+master did to it and to the keys on its segment. ``--rpc-threads N`` passes
+``--rpc_thread_num=N`` to the master (every kind takes it). ``--check`` fails the run (exit 1)
+when the master's log did not give the figures (no Ping paired, a joiner's ReMount missing):
+the CI smoke of the driver against ``serve``; it judges no timing.
 Prints one JSON object (also written to ``--json``).
 """
 
@@ -27,7 +33,7 @@ import urllib.request
 
 from conformance import net, procs
 
-from . import masterlog
+from . import fault, masterlog
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,7 +42,36 @@ def _on_signal(signum, _frame):
     raise SystemExit(f"error: stopped by signal {signum}")
 
 
-def master_args(kind, active, suspicion, ports):
+def loadavg():
+    """The 1-minute load average (the machine is shared; every figure carries it)."""
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def peak_rss_mb(pid):
+    """A live process's peak resident set (``VmHWM``), MiB; ``None`` if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def cpu_s(pid):
+    """A live process's CPU time so far (user + system, all threads), seconds; ``None`` if it
+    cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def master_args(kind, active, suspicion, ports, rpc_threads=0):
     """The flags every master gets; ``kind`` says how its TTLs are spelled."""
     rpc, http, metrics = ports
     ttl = (
@@ -51,7 +86,7 @@ def master_args(kind, active, suspicion, ports):
         f"--http_metadata_server_host={net.ADDR}",
         f"--metrics_port={metrics}",
         "--vmodule=scoped_vlog_timer=1",
-    ]
+    ] + ([f"--rpc_thread_num={rpc_threads}"] if rpc_threads > 0 else [])
 
 
 class Client:
@@ -113,7 +148,8 @@ def run(args, logdir):
     rpc, metadata = f"{net.ADDR}:{ports[0]}", f"http://{net.ADDR}:{ports[1]}/metadata"
     mlog_path = os.path.join(logdir, "master.log")
     mlog = open(mlog_path, "w")
-    cmd = args.master_cmd.split() + master_args(args.kind, args.active_ttl, args.suspicion_ttl, ports)
+    load_before = loadavg()
+    cmd = args.master_cmd.split() + master_args(args.kind, args.active_ttl, args.suspicion_ttl, ports, args.rpc_threads)
     master = procs.spawn(cmd, stdout=mlog, stderr=mlog)
     wait_ready(f"http://{net.ADDR}:{ports[2]}/metrics", master)
 
@@ -129,9 +165,17 @@ def run(args, logdir):
     keys = sum(r["count"] for r in loaded)
 
     pools = [[f"k{i}", r["count"]] for i, r in enumerate(loaded)]
+    victim = pingers[0] if args.pause_s > 0 else None
+    if victim:
+        victim.send({"cmd": "hostname"})
+        victim_host = victim.read()["hostname"]
+        holders[0].send({"cmd": "owners", "keys": pools})
+        owned_before = holders[0].read()
     mix_start = time.time()
+    cpu_at_start = cpu_s(master.pid)
     for i, h in enumerate(holders):
         h.send({"cmd": "mix", "seconds": args.run_s, "keys": pools, "size": args.size, "prefix": f"w{i}", "seed": i})
+    pause = fault.Pause(victim.proc, args.pause_at_s, args.pause_s) if victim else None
     time.sleep(args.storm_at_s)
     storm_at = time.time()
     joiners = [Client(f"joiner-{i}", rpc, metadata, 64 << 20, logdir) for i in range(args.joiners)]
@@ -139,14 +183,22 @@ def run(args, logdir):
         j.ready()
     mixed = [h.read() for h in holders]
     end = time.time()
+    cpu_at_end = cpu_s(master.pid)
+    if pause:
+        pause.join()
+        holders[0].send({"cmd": "owners", "keys": pools})
+        owned_after = holders[0].read()
+    master_rss = peak_rss_mb(master.pid)
     for c in holders + pingers + joiners:
         c.send({"cmd": "quit"})
     time.sleep(0.5)
     procs.stop_all()
     mlog.close()
+    load_after = loadavg()
 
     rpcs, transitions = masterlog.parse(mlog_path)
-    steady = [c.client_id() for c in holders + pingers]
+    logged_version, logged_threads = masterlog.startup(mlog_path)
+    steady = [c.client_id() for c in holders + pingers if c is not victim]
     joined = {c.client_id() for c in joiners}
     gaps = masterlog.worst_gaps(rpcs, [c for c in steady if c], mix_start, end)
     in_run = [r for r in rpcs if mix_start <= r.at <= end]
@@ -157,12 +209,18 @@ def run(args, logdir):
         for k, v in m["latency_us"].items():
             lat[k].extend(v)
     ops = sum(m["ops"] for m in mixed)
-    kinds = {"client_liveness_suspected": "suspected", "client_liveness_offline": "offline", "client_expired": "expired"}
+    kinds = {
+        "client_liveness_suspected": "suspected",
+        "client_liveness_recovered": "recovered",
+        "client_liveness_offline": "offline",
+        "client_expired": "expired",
+    }
     counted = {v: 0 for v in kinds.values()}
+    victim_id = victim.client_id() if victim else None
     for at, client, action in transitions:
-        if mix_start <= at <= end:
+        if mix_start <= at <= end and client != victim_id:
             counted[kinds[action]] += 1
-    return {
+    out = {
         "master": args.label,
         "master_cmd": args.master_cmd,
         "kind": args.kind,
@@ -186,8 +244,21 @@ def run(args, logdir):
         "worst_gap_s": round(max(gaps.values(), default=0.0), 3),
         "clients_measured": len(gaps),
         "transitions": counted,
+        "master_peak_rss_mb": master_rss,
+        "master_cpu_mix_s": None if None in (cpu_at_start, cpu_at_end) else round(cpu_at_end - cpu_at_start, 2),
+        "rpc_threads": args.rpc_threads,
+        "rpc_thread_num_logged": logged_threads,
+        "load_before": load_before,
+        "load_after": load_after,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(mix_start)),
+        "version": args.master_version or logged_version,
         "logs": logdir,
     }
+    if pause:
+        out["fault"] = fault.report(pause, victim_id, rpcs, transitions, owned_before, owned_after, victim_host)
+    if args.check:
+        out["check"] = masterlog.missing_figures(rpcs, steady, joined, args.joiners, out["ops_per_s"])
+    return out
 
 
 def main():
@@ -205,10 +276,17 @@ def main():
     ap.add_argument("--preload-s", type=float, default=60.0)
     ap.add_argument("--run-s", type=float, default=40.0)
     ap.add_argument("--storm-at-s", type=float, default=5.0)
+    ap.add_argument("--rpc-threads", type=int, default=0, help="--rpc_thread_num for the master (0: not passed)")
+    ap.add_argument("--pause-s", type=float, default=0.0, help="SIGSTOP one pinger for this long (0: no fault)")
+    ap.add_argument("--pause-at-s", type=float, default=5.0, help="seconds into the mix")
+    ap.add_argument("--master-version", default="", help="for the report (default: the master's log line)")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless the log gave every figure")
     ap.add_argument("--json", default="")
     ap.add_argument("--logs", default="")
     args = ap.parse_args()
     args.label = args.label or os.path.basename(args.master_cmd.split()[0])
+    if args.pause_s > 0 and args.pingers < 1:
+        ap.error("--pause-s needs a pinger to pause (--pingers 1 or more)")
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     logdir = args.logs or tempfile.mkdtemp(prefix="realload-")
@@ -223,7 +301,9 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
-    return 0
+    for failure in out.get("check", []):
+        print(f"error: {failure}", file=sys.stderr)
+    return 1 if out.get("check") else 0
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ Run as ``python -m realload.worker HOST MASTER METADATA SEGMENT_BYTES``; it prin
   load test's mix (8 Get of preloaded keys : 1 Put : 1 Remove of its own keys) for S seconds;
   answers ``{"ops": n, "errors": n, "latency_us": {"get": [...], "put": [...], "remove": [...]}}``
   with each list sorted (the caller computes percentiles over every client's samples).
+- ``{"cmd": "owners", "keys": [[prefix, count], ...], "chunk": N}``: where every listed key lives
+  (``batch_get_replica_desc``, N keys a call); answers ``{"found": keys with a replica,
+  "by_endpoint": {transport endpoint: keys}}``.
+- ``{"cmd": "hostname"}``: answers ``{"hostname": "<ip>:<port>"}``, the endpoint of this client's
+  segment as replica descriptors name it.
 - ``{"cmd": "quit"}``.
 """
 
@@ -71,6 +76,21 @@ def mix(store, cmd):
     return {"ops": ops, "errors": errors, "latency_us": {k: sorted(v) for k, v in lat.items()}}
 
 
+def owners(store, cmd):
+    chunk = cmd.get("chunk", 10000)
+    found, by = 0, {}
+    for prefix, n in cmd["keys"]:
+        for lo in range(0, n, chunk):
+            keys = [f"{prefix}-{i}" for i in range(lo, min(n, lo + chunk))]
+            for replicas in store.batch_get_replica_desc(keys).values():
+                ends = {r.get_memory_descriptor().buffer_descriptor.transport_endpoint for r in replicas if r.is_memory_replica()}
+                if ends:
+                    found += 1
+                for e in ends:
+                    by[e] = by.get(e, 0) + 1
+    return {"found": found, "by_endpoint": by}
+
+
 def main():
     from mooncake.store import MooncakeDistributedStore
 
@@ -87,6 +107,10 @@ def main():
             emit(preload(store, cmd))
         elif op == "mix":
             emit(mix(store, cmd))
+        elif op == "owners":
+            emit(owners(store, cmd))
+        elif op == "hostname":
+            emit({"hostname": store.get_hostname()})
         elif op == "quit":
             break
         else:

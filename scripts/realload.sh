@@ -7,9 +7,18 @@
 #
 #   scripts/realload.sh legacy            # the 0.3.13.post1 master (--client_ttl)
 #   scripts/realload.sh rfc               # upstream's RFC master, 0.3.14 (--client_active_ttl_sec ...)
-#   scripts/realload.sh custom "CMD ..."  # any master taking the RFC master's flags, e.g.
-#                                         # "target/release/mooncake-liveness serve"
+#   scripts/realload.sh serve             # mooncake-liveness serve, release build (cargo build
+#                                         # --release first), with the RFC master's flags
+#   scripts/realload.sh custom "CMD ..."  # any master taking the RFC master's flags
+#   scripts/realload.sh sides             # REALLOAD_ROUNDS (3) rounds of legacy, rfc, serve in
+#                                         # turn, then the table (python3 -m realload.table)
 #   REALLOAD_ARGS="--preload-s 20 --run-s 30" scripts/realload.sh rfc
+#   REALLOAD_ARGS="--rpc-threads 2 --pause-s 15" scripts/realload.sh sides   # the fault run
+#
+# REALLOAD_SERVE_BIN runs that binary instead of building target/release/mooncake-liveness;
+# REALLOAD_VENV the clients from another venv of conformance/requirements.txt.
+# `sides` writes each run's JSON and logs under REALLOAD_OUT (default target/realload-out/<UTC
+# time>) and waits REALLOAD_GAP_S (10) seconds between runs.
 #
 # Installs the clients (and the legacy master) from PyPI at the versions pinned in
 # conformance/requirements.txt into target/realload-venv, the Debian libraries they link, and,
@@ -33,10 +42,14 @@ die() {
 
 which=${1:-}
 case $which in
-legacy | rfc) ;;
+legacy | rfc | serve | sides) ;;
 custom) [[ -n ${2:-} ]] || die "custom needs the master command as its second argument" ;;
-*) die "usage: scripts/realload.sh legacy|rfc|custom \"CMD\" (got '${which}')" ;;
+*) die "usage: scripts/realload.sh legacy|rfc|serve|sides|custom \"CMD\" (got '${which}')" ;;
 esac
+ROUNDS=${REALLOAD_ROUNDS:-3}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "REALLOAD_ROUNDS must be a positive whole number (got '$ROUNDS')"
+GAP_S=${REALLOAD_GAP_S:-10}
+[[ $GAP_S =~ ^[0-9]+$ ]] || die "REALLOAD_GAP_S must be a whole number of seconds (got '$GAP_S')"
 
 [[ $(id -u) == 0 ]] || die "needs root (apt-get, and unshare -n for the network namespace)"
 PY=$(command -v python3.11 || true)
@@ -58,23 +71,26 @@ fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r conformance/requirements.txt ||
     die "PyPI refused or failed to serve the pinned client packages (conformance/requirements.txt)"
 
-case $which in
-legacy)
-    master=$("$VENV/bin/python" -c 'import mooncake, os; print(os.path.join(os.path.dirname(mooncake.__file__), "mooncake_master"))')
-    kind=legacy
-    ;;
-rfc)
-    master=$RFC_DIR/mooncake/mooncake_master
-    if [[ ! -x $master ]]; then
-        mkdir -p "$RFC_DIR"
-        if [[ ! -f $RFC_DIR/$RFC_WHEEL ]]; then
-            "$VENV/bin/python" -m pip download -q --no-deps -d "$RFC_DIR" mooncake-transfer-engine-cuda13==0.3.14 ||
-                die "PyPI refused or failed to serve mooncake-transfer-engine-cuda13==0.3.14"
-        fi
-        echo "$RFC_SHA256  $RFC_DIR/$RFC_WHEEL" | sha256sum -c --quiet - ||
-            die "$RFC_WHEEL does not have the pinned sha256 $RFC_SHA256"
-        # Only the master binary and the libraries its RPATH ($ORIGIN/../…libs) names.
-        "$VENV/bin/python" - "$RFC_DIR" "$RFC_DIR/$RFC_WHEEL" <<'EOF'
+# Sets master, kind and version for one master: resolve legacy|rfc|serve|custom [CMD].
+resolve() {
+    case $1 in
+    legacy)
+        master=$("$VENV/bin/python" -c 'import mooncake, os; print(os.path.join(os.path.dirname(mooncake.__file__), "mooncake_master"))')
+        kind=legacy
+        version="0.3.13.post1 (mooncake-transfer-engine-non-cuda)"
+        ;;
+    rfc)
+        master=$RFC_DIR/mooncake/mooncake_master
+        if [[ ! -x $master ]]; then
+            mkdir -p "$RFC_DIR"
+            if [[ ! -f $RFC_DIR/$RFC_WHEEL ]]; then
+                "$VENV/bin/python" -m pip download -q --no-deps -d "$RFC_DIR" mooncake-transfer-engine-cuda13==0.3.14 ||
+                    die "PyPI refused or failed to serve mooncake-transfer-engine-cuda13==0.3.14"
+            fi
+            echo "$RFC_SHA256  $RFC_DIR/$RFC_WHEEL" | sha256sum -c --quiet - ||
+                die "$RFC_WHEEL does not have the pinned sha256 $RFC_SHA256"
+            # Only the master binary and the libraries its RPATH ($ORIGIN/../…libs) names.
+            "$VENV/bin/python" - "$RFC_DIR" "$RFC_DIR/$RFC_WHEEL" <<'EOF'
 import sys, zipfile
 out, wheel = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:
@@ -82,15 +98,31 @@ with zipfile.ZipFile(wheel) as z:
         if name == "mooncake/mooncake_master" or name.startswith("mooncake_transfer_engine_cuda13.libs/"):
             z.extract(name, out)
 EOF
-        chmod +x "$master"
-    fi
-    kind=rfc
-    ;;
-custom)
-    master=$2
-    kind=rfc
-    ;;
-esac
+            chmod +x "$master"
+        fi
+        kind=rfc
+        version="" # it logs its own ("Mooncake master version: ...")
+        ;;
+    serve)
+        local bin=${REALLOAD_SERVE_BIN:-}
+        if [[ -z $bin ]]; then
+            cargo build --quiet --locked --release --bin mooncake-liveness || die "cargo build --release failed"
+            bin=$ROOT/target/release/mooncake-liveness
+        fi
+        [[ -x $bin ]] || die "REALLOAD_SERVE_BIN=$bin is not an executable"
+        master="$bin serve"
+        kind=rfc
+        local dirty=""
+        git diff --quiet HEAD -- src wire Cargo.toml Cargo.lock 2>/dev/null || dirty="-dirty"
+        version="$("$bin" --version) (git $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty, $bin)"
+        ;;
+    custom)
+        master=$2
+        kind=rfc
+        version=""
+        ;;
+    esac
+}
 
 driver=""
 cleanup() {
@@ -106,12 +138,53 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck disable=SC2086 # REALLOAD_ARGS is a list of words
-timeout --kill-after=10 600 unshare --net -- "$VENV/bin/python" -m realload \
-    --master-cmd "$master" --kind "$kind" --label "$which" ${REALLOAD_ARGS:-} &
-driver=$!
-status=0
-wait "$driver" || status=$?
-driver=""
-((status != 124)) || die "the run did not finish within 600 s"
-exit "$status"
+# One run of the driver against the resolved master: run_one LABEL [JSON LOGDIR].
+run_one() {
+    local label=$1 out=()
+    [[ -z ${2:-} ]] || out=(--json "$2" --logs "$3")
+    # shellcheck disable=SC2086 # REALLOAD_ARGS is a list of words
+    timeout --kill-after=10 600 unshare --net -- "$VENV/bin/python" -m realload \
+        --master-cmd "$master" --kind "$kind" --label "$label" --master-version "$version" \
+        "${out[@]}" ${REALLOAD_ARGS:-} &
+    driver=$!
+    local status=0
+    wait "$driver" || status=$?
+    driver=""
+    ((status != 124)) || die "the $label run did not finish within 600 s"
+    return "$status"
+}
+
+if [[ $which != sides ]]; then
+    resolve "$which" "${2:-}"
+    run_one "$which"
+    exit
+fi
+
+OUT=${REALLOAD_OUT:-$ROOT/target/realload-out/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$OUT"
+declare -A MASTER KIND VERSION
+for m in legacy rfc serve; do # every binary ready (serve built) before the first run
+    resolve "$m"
+    MASTER[$m]=$master KIND[$m]=$kind VERSION[$m]=$version
+done
+first=1 failed=0
+for round in $(seq "$ROUNDS"); do
+    for m in legacy rfc serve; do
+        ((first)) || sleep "$GAP_S"
+        first=0
+        master=${MASTER[$m]} kind=${KIND[$m]} version=${VERSION[$m]}
+        echo "realload: round $round/$ROUNDS, $m, $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+        status=0
+        run_one "$m" "$OUT/$m-$round.json" "$OUT/logs-$m-$round" >"$OUT/$m-$round.out" || status=$?
+        if ((status != 0)); then
+            echo "realload: the $m run of round $round failed (status $status); see $OUT/$m-$round.out" >&2
+            failed=1
+        fi
+    done
+done
+shopt -s nullglob
+jsons=("$OUT"/*.json)
+((${#jsons[@]})) || die "no run finished; see $OUT"
+"$VENV/bin/python" -m realload.table "${jsons[@]}"
+echo "realload: runs in $OUT" >&2
+exit "$failed"

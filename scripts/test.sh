@@ -10,9 +10,11 @@
 # the C++ example), the loom models in their own target dir, and the conformance harness
 # against both real masters (PyPI 0.3.13.post1 and 0.3.14, in a network namespace of its own;
 # 13 cases x 2 masters and the self-test: 7m46s warm on 2 cores, timed with `time
-# scripts/conformance.sh`; bounded by its own `timeout 660`).
-# the wire crate's golden captures, and `serve` with the real client (scripts/serve_real.sh; ~1 min).
-# Installs what it needs; on 2 cores from a clean clone it takes well under 25 minutes.
+# scripts/conformance.sh`; bounded by its own `timeout 660`), the wire crate's golden captures,
+# `serve` with the real client (scripts/serve_real.sh; ~1 min), and a smoke of the real-client
+# load driver against `serve` (scripts/realload.sh; ~20 s).
+# Installs what it needs. Warm (everything built), its steps took about 17 minutes on this 2-core
+# machine while other work ran; a clean clone adds the builds. CI's budget is 40 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/toolchain.sh # the pinned toolchain, aliased to stable where that is the same release
@@ -79,5 +81,14 @@ CONFORMANCE_OUT=target/CONFORMANCE.md scripts/conformance.sh
 
 step "serve: the real 0.3.13.post1 client against mooncake-liveness serve (namespace; ~1 min)"
 scripts/serve_real.sh
+
+step "realload: the side-by-side driver against serve, with a paused client (namespace; ~20 s, judges no timing)"
+# The release binary of the simulate step above (same features: nothing new to compile) and the
+# conformance venv; --check fails the run when serve's log does not give the driver its figures.
+cargo build --locked --release --features fuzzing --bin mooncake-liveness --quiet
+REALLOAD_VENV=$PWD/target/conformance-venv REALLOAD_SERVE_BIN=$PWD/target/release/mooncake-liveness \
+    REALLOAD_ARGS="--holders 1 --pingers 2 --joiners 2 --preload-s 3 --run-s 8 --storm-at-s 1 --rpc-threads 2 \
+    --active-ttl 2 --pause-s 3 --pause-at-s 1 --check --json target/realload-smoke.json" \
+    scripts/realload.sh serve >/dev/null
 
 step "all checks passed"

@@ -7,6 +7,7 @@
 //! value.
 
 use super::log::{info, warning};
+use super::rpc_line::{self, Outcome};
 use super::state::State;
 use mooncake_liveness_wire::frame::{error_response, response, Errc, RequestHeader};
 use mooncake_liveness_wire::rpc::{self, Function, Rpc};
@@ -56,16 +57,26 @@ pub(crate) fn handle(state: &State, header: &RequestHeader, body: &[u8], peer: &
     let us = started.elapsed().as_micros() as u64;
     metrics::counter!("mooncake_liveness_serve_rpc_total", "function" => f.name()).increment(1);
     metrics::histogram!("mooncake_liveness_serve_rpc_latency_us", "function" => f.name()).record(us as f64);
-    if super::log::rpc_lines() {
-        info!("{} response: peer={peer}, seq={seq}, latency_us={us}", f.name());
-    }
     out
 }
 
-/// Decodes `body` as `R`'s arguments, runs `run`, encodes its reply.
-fn call<R: Rpc>(seq: u32, body: &[u8], peer: &str, run: impl FnOnce(R::Request) -> R::Reply) -> Vec<u8> {
+/// Decodes `body` as `R`'s arguments, runs `run`, encodes its reply. With per-RPC lines on,
+/// writes upstream's response line with the handler's latency (from after the decode to the
+/// reply, as upstream's timer spans the handler only).
+fn call<R: Rpc>(seq: u32, body: &[u8], peer: &str, run: impl FnOnce(R::Request) -> R::Reply) -> Vec<u8>
+where
+    R::Reply: Outcome,
+{
     match R::decode_request(body) {
-        Ok(req) => response(seq, &R::encode_reply(&run(req))),
+        Ok(req) => {
+            let started = Instant::now();
+            let reply = run(req);
+            if super::log::rpc_lines() {
+                let us = started.elapsed().as_micros() as u64;
+                info!("{}", rpc_line::response(R::NAME, &reply, us));
+            }
+            response(seq, &R::encode_reply(&reply))
+        }
         Err(e) => {
             warning!(
                 "peer={peer}, function={}, error={e}, action=invalid_rpc_arguments",

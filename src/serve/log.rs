@@ -1,6 +1,9 @@
 //! `serve`'s log: one line per event on stderr, in glog's layout so that what reads the real
-//! master's log reads ours (`I1204 21:04:47.175064  2418 file.rs:42] message`; glog prints
-//! local time, this prints UTC: the same on the hosts this runs on, whose zone is UTC).
+//! master's log reads ours (`I1204 21:04:47.175064  2418 file.rs:42] message`, the number being
+//! the writing thread's OS id, as glog writes it; glog prints local time, this prints UTC: the
+//! same on the hosts this runs on, whose zone is UTC). A per-RPC request line and its response
+//! line come from the one thread that ran the handler, as upstream's `ScopedVLogTimer` writes
+//! them, so a reader pairs them by thread id.
 //!
 //! Liveness lines carry upstream's RFC action names (`client_liveness_suspected`,
 //! `client_liveness_recovered`, `client_liveness_offline`, `client_offboarding_retry`,
@@ -50,9 +53,23 @@ pub(crate) fn line(level: Level, file: &str, line: u32, msg: std::fmt::Arguments
     let text = format!(
         "{letter}{} {:>5} {file}:{line}] {msg}\n",
         stamp(SystemTime::now()),
-        std::process::id()
+        THREAD_ID.with(|id| *id)
     );
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+thread_local! {
+    /// This thread's OS id (glog's thread field), read once per thread.
+    static THREAD_ID: u32 = os_thread_id();
+}
+
+/// The calling thread's OS id, from `/proc/thread-self` (`<pid>/task/<tid>`); the process id
+/// where that link cannot be read (not Linux).
+fn os_thread_id() -> u32 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or_else(std::process::id)
 }
 
 /// `MMDD HH:MM:SS.ffffff` in UTC.
@@ -119,5 +136,15 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(59), (1970, 3, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn each_thread_logs_its_own_id() {
+        let here = THREAD_ID.with(|id| *id);
+        let there = std::thread::spawn(|| THREAD_ID.with(|id| *id)).join().expect("thread");
+        assert_ne!(here, there);
+        if cfg!(target_os = "linux") {
+            assert_ne!(there, std::process::id(), "a spawned thread's id is not the process id");
+        }
     }
 }

@@ -84,6 +84,13 @@ impl State {
     /// MountSegment.
     pub(crate) fn mount(&self, (seg, client): (Segment, Uuid)) -> Expected<()> {
         let (cname, sname) = (name_of(&client), name_of(&seg.id));
+        if super::log::rpc_lines() {
+            // Upstream's request line (`rpc_service.cpp:931-933` at 3b5a59413): no client id.
+            info!(
+                "MountSegment request: base={}, size={}, segment_name={}, id={sname}",
+                seg.base, seg.size, seg.name
+            );
+        }
         let fresh = self.install_spaces(std::slice::from_ref(&seg))?;
         if let Err(e) = self.master.mount(&cname, &sname, seg.size) {
             self.retire_all(&fresh);
@@ -103,6 +110,12 @@ impl State {
     /// ReMountSegment: all or nothing, as the master's ReMount.
     pub(crate) fn remount(&self, (segments, client): (Vec<Segment>, Uuid)) -> Expected<()> {
         let cname = name_of(&client);
+        if super::log::rpc_lines() {
+            info!(
+                "ReMountSegment request: segments_count={}, client_id={cname}",
+                segments.len()
+            );
+        }
         let fresh = self.install_spaces(&segments)?;
         let specs: Vec<SegmentSpec> = segments
             .iter()
@@ -127,6 +140,9 @@ impl State {
     /// records of its keys are freed by the next reconcile, their placements void already).
     pub(crate) fn unmount(&self, (segment, client): (Uuid, Uuid)) -> Expected<()> {
         let (cname, sname) = (name_of(&client), name_of(&segment));
+        if super::log::rpc_lines() {
+            info!("UnmountSegment request: segment_id={sname}, client_id={cname}");
+        }
         self.master.unmount(&cname, &sname).map_err(error_code)?;
         let endpoint = self
             .spaces

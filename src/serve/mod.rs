@@ -14,6 +14,7 @@
 //! | `http`, `metadata` | the transfer-metadata HTTP server and `/metrics` |
 //! | `monitor` | the tick thread: liveness monitor, offboarding, event log, reconcile |
 //! | `log` | glog-shaped lines with upstream's action names |
+//! | `rpc_line` | the per-RPC response line, as upstream's `ScopedVLogTimer` writes it |
 //!
 //! Threads: tokio workers (`--rpc_thread_num`, default one per CPU) run the RPC connections
 //! and the HTTP servers; a handler runs on the worker that read its request and blocks only on
@@ -37,6 +38,7 @@ mod membership;
 mod metadata;
 mod monitor;
 mod objects;
+mod rpc_line;
 mod space;
 mod state;
 mod upstream_flags;
@@ -130,7 +132,7 @@ pub fn run(o: ServeOptions) -> Result<(), String> {
         let monitor = monitor::MonitorThread::spawn(state.clone()).map_err(|e| format!("cannot start the monitor: {e}"))?;
         let c = &o.liveness;
         info!(
-            "action=serve_started, rpc={}, metrics={}, http_metadata={http_metadata}, active_ttl_ms={}, suspicion_ttl_ms={}, monitor_tick_ms={}, offboarding_mode={:?}, lease_ms={}",
+            "action=serve_started, rpc={}, metrics={}, http_metadata={http_metadata}, rpc_thread_num={threads}, active_ttl_ms={}, suspicion_ttl_ms={}, monitor_tick_ms={}, offboarding_mode={:?}, lease_ms={}",
             addresses.0,
             addresses.1,
             c.active_ttl_ms,

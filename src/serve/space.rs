@@ -28,7 +28,8 @@
 //!   mismatched remount): the allocator is dropped then, and freeing a placement of a retired
 //!   space does nothing. A later mount of the same segment gets a fresh space.
 //! - [`Spaces`] maps the master's segment name to the live space; an `RwLock` read for each
-//!   placement lookup, a write only for mount and retirement.
+//!   placement lookup, a write only for mount and retirement, and nothing built under it (a
+//!   fresh space's allocator is made before the write lock is taken).
 
 use crate::sync::{Arc, Mutex, MutexGuard, RwLock};
 use mooncake_liveness_wire::types::Segment as WireSegment;
@@ -38,8 +39,25 @@ use std::collections::{HashMap, HashSet};
 
 /// Largest number of units a space holds (the allocator's bins top out just below 2^32).
 const MAX_UNITS: u64 = 1 << 31;
-/// Allocations one segment can hold at once (the crate's default node count).
-const MAX_ALLOCS: u32 = 128 * 1024;
+/// Fewest allocations a space holds at once (the crate's default node count).
+const MIN_ALLOCS: u32 = 128 * 1024;
+/// Most allocations a space holds at once. Mooncake's allocator starts at size / 4 KiB nodes
+/// (1 Ki to 64 Ki) and grows on demand up to size / 1 KiB, at least 1 Mi and at most 64 Mi
+/// (3b5a594, `mooncake-store/src/allocator.cpp:270-284`). This crate's allocator cannot grow:
+/// its node array (32 bytes a node) is written whole when the segment mounts, so a space takes
+/// size / 1 KiB nodes (upstream's ceiling for a segment of 1 GiB or more) between 128 Ki
+/// (4 MiB, a 128 MiB segment or less) and 1 Mi (32 MiB, a 1 GiB segment or more).
+const MAX_ALLOCS: u32 = 1 << 20;
+
+/// The node count of a space of `size` bytes in `units` units: size / 1 KiB within
+/// [`MIN_ALLOCS`]..=[`MAX_ALLOCS`], and no more than the segment can hold (each allocation
+/// takes at least one unit). (It was 128 Ki for every segment until the real-client load test
+/// filled a 1 GiB segment with 128-byte values: every PutStart after that failed, each after a
+/// reconcile of the segment.)
+fn max_allocs(size: u64, units: u32) -> u32 {
+    let by_size = u32::try_from(size / 1024).unwrap_or(u32::MAX);
+    by_size.clamp(MIN_ALLOCS, MAX_ALLOCS).min(units.saturating_add(2))
+}
 
 /// The size class `units` round up to (the block an allocation of `units` takes).
 fn class_of(units: u64) -> Option<u64> {
@@ -139,7 +157,7 @@ impl SegmentSpace {
             base: seg.base,
             size: seg.size,
             shift,
-            alloc: Mutex::new(Some(Allocator::with_max_allocs(units, MAX_ALLOCS))),
+            alloc: Mutex::new(Some(Allocator::with_max_allocs(units, max_allocs(seg.size, units)))),
             keys: Mutex::new(HashSet::new()),
         })
     }
@@ -218,12 +236,19 @@ impl Spaces {
 
     /// Keeps the space of `name` if it describes `seg`, else installs a fresh one (retiring the
     /// old). `None` for a segment of size 0.
+    /// The fresh space is built before the write lock is taken (its allocator writes up to
+    /// 32 MiB of nodes), so no placement lookup waits for that; if another mount installed a
+    /// matching space meanwhile, that one is kept and ours dropped.
     pub(crate) fn install(&self, name: &str, seg: &WireSegment) -> Option<Arc<SegmentSpace>> {
-        let mut map = self.by_name.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = map.get(name).filter(|s| s.matches(seg) && !s.is_retired()) {
-            return Some(s.clone());
+        let live = |s: &Arc<SegmentSpace>| s.matches(seg) && !s.is_retired();
+        if let Some(s) = self.get(name).filter(live) {
+            return Some(s);
         }
         let fresh = Arc::new(SegmentSpace::new(name.to_string(), seg)?);
+        let mut map = self.by_name.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = map.get(name).filter(|s| live(s)) {
+            return Some(s.clone());
+        }
         if let Some(old) = map.insert(name.to_string(), fresh.clone()) {
             old.retire();
         }
@@ -295,6 +320,23 @@ mod tests {
         assert_eq!(space.free_bytes(), 1 << 20);
         assert!(space.allocate("x", (1 << 20) + 1).is_none() && space.allocate("x", 0).is_none());
         assert!(space.keys().is_empty(), "freed placements leave the index");
+    }
+
+    /// A 1 GiB segment holds 1 Mi objects and a 256 MiB one 256 Ki, more than the crate's
+    /// default 128 Ki nodes (the count the real-client load test reached); a segment smaller
+    /// than the node count is filled to its last byte.
+    #[test]
+    fn a_segment_holds_more_than_128k_objects() {
+        let space = Arc::new(SegmentSpace::new("s".into(), &seg(0, 256 << 20)).unwrap());
+        let n = 200_000;
+        let got: Vec<Placement> = (0..n).map_while(|i| space.allocate(&format!("k{i}"), 4)).collect();
+        assert_eq!(got.len(), n, "256 MiB holds 200 000 objects of 4 bytes");
+        let tiny = Arc::new(SegmentSpace::new("t".into(), &seg(0, 100)).unwrap());
+        let all: Vec<Placement> = (0..200).map_while(|i| tiny.allocate(&format!("k{i}"), 1)).collect();
+        assert_eq!(all.len(), 100, "a 100-byte segment holds 100 one-byte objects");
+        assert_eq!(max_allocs(1 << 30, 1 << 30), 1 << 20);
+        assert_eq!(max_allocs(64 << 20, 64 << 20), 128 << 10);
+        assert_eq!(max_allocs(1 << 40, 1 << 31), 1 << 20);
     }
 
     /// A freed block is reused by the next request of its size (with exact-size blocks a
