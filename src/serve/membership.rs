@@ -36,10 +36,6 @@ impl State {
     /// Ping: the master's lock-free Ping. `view_version_id` is 0, as a master without HA answers.
     pub(crate) fn ping(&self, client: Uuid) -> Expected<PingResponse> {
         let name = name_of(&client);
-        if super::log::rpc_lines() {
-            // The real master's line (`--vmodule=scoped_vlog_timer=1`), which harnesses read.
-            info!("Ping request: client_id={name}");
-        }
         let client_status = match self.master.ping(&name) {
             PingStatus::Ok => ClientStatus::OK,
             PingStatus::NeedRemount => ClientStatus::NEED_REMOUNT,
@@ -88,7 +84,7 @@ impl State {
         if let Err(e) = self.master.mount(&cname, &sname, seg.size) {
             self.retire_all(&fresh);
             info!(
-                "client_id={cname}, segment_name={}, error={e}, action=mount_segment_refused",
+                "client_id={cname}, action=mount_segment_refused, segment_name={}, error={e}",
                 seg.name
             );
             return Err(error_code(e));
@@ -114,12 +110,12 @@ impl State {
         if let Err(e) = self.master.remount(&cname, &specs) {
             self.retire_all(&fresh);
             info!(
-                "client_id={cname}, segments={}, error={e}, action=remount_refused",
+                "client_id={cname}, action=remount_refused, segments={}, error={e}",
                 segments.len()
             );
             return Err(error_code(e));
         }
-        info!("client_id={cname}, segments={}, action=remount_segment", segments.len());
+        info!("client_id={cname}, action=remount_segment, segments={}", segments.len());
         Ok(())
     }
 
@@ -133,7 +129,7 @@ impl State {
             .retire(&sname)
             .map(|s| s.endpoint.clone())
             .unwrap_or_default();
-        info!("client_id={cname}, segment_name={endpoint}, segment_id={sname}, action=unmount_segment");
+        info!("client_id={cname}, action=unmount_segment, segment_name={endpoint}, segment_id={sname}");
         Ok(())
     }
 
