@@ -128,13 +128,15 @@ class TimeBase:
             return float(self.logged[i][2])
         return self.ms(t)
 
+    def wake_tick(self, resumed):
+        """(real start, real end, model ms) of the first logged tick after a pause that ended at
+        ``resumed``, or None."""
+        return next((x for x in self.logged if x[0] >= resumed - EVENT_EARLY_S), None)
+
     def wake_ms(self, resumed):
         """The model ms of the monitor's first tick after a pause that ended at ``resumed``."""
-        if self.schedule == "logged":
-            run = next((m for t, _, m in self.logged if t >= resumed - EVENT_EARLY_S), None)
-            if run is not None:
-                return run
-        return int(round(self.ms(resumed)))
+        tick = self.wake_tick(resumed)
+        return tick[2] if tick is not None else int(round(self.ms(resumed)))
 
     def _place_sleeping(self, ticks, others):
         """A monitor that sleeps one period after each tick's work (the real masters')."""

@@ -141,12 +141,17 @@ def keys(record):
 
 def race(record, tb):
     """For each pause the monitor woke from: (model ms of its wake tick, Unix time of the first
-    liveness line at that tick or None, [log indexes of signals in the race window])."""
+    liveness line at that tick or None, [log indexes of signals in the race window]). With every
+    tick logged, the wake tick's end stands for the liveness line: a signal logged after it
+    came after the tick, one logged before may have come on either side."""
     out = []
     for p, r in tb.wakes():
         window = [i for i, x in enumerate(record["log"]) if r <= x["t"] < r + RACE_MS / 1000.0]
-        # The earliest by time: serve writes a master event after the tick it happened in.
-        first = min((record["log"][i]["t"] for i in window if record["log"][i]["kind"] in LIVENESS), default=None)
+        first = next((record["log"][i]["t"] for i in window if record["log"][i]["kind"] in LIVENESS), None)
+        logged = tb.wake_tick(r) if tb.schedule == "logged" else None
+        if logged is not None:
+            # The tick's own line says when it ran: a signal logged after it ended came after it.
+            first = logged[1]
         out.append((tb.wake_ms(r), first, [i for i in window if record["log"][i]["kind"] in SIGNALS]))
     return out
 
