@@ -74,7 +74,7 @@ def serve(binary):
     """Our master: ``mooncake-liveness serve`` with the library's defaults, the configuration
     the model replays (``replay`` runs each offboarding job at the tick that commits Offline, as
     ``offboarding_mode: sync``, the library's default, does; ``serve`` defaults to ``async``, whose
-    workers finish a job a few milliseconds after that tick)."""
+    workers finish a job after that tick, by as much as the worker took to pick it up and run it)."""
     return Kind("serve", "serve (ours)", "rfc", (binary, "serve", "--offboarding_mode=sync"), dict(OUR_RFC_MODEL))
 
 
