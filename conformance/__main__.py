@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-from . import cases, compare, masters, net, procs, report, run, timebase, trace
+from . import cases, compare, crosscheck, masters, net, procs, report, run, timebase, trace
 
 
 def _on_signal(signum, _frame):
@@ -63,7 +63,8 @@ def main():
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
-    kinds = masters.real(args.legacy_master, args.rfc_master) + [masters.parse_extra(m) for m in args.master]
+    kinds = masters.real(args.legacy_master, args.rfc_master) + [masters.serve(args.bin)]
+    kinds += [masters.parse_extra(m) for m in args.master]
     if args.masters:
         kinds = [k for k in kinds if k.key in args.masters.split(",")]
     named = args.cases.split(",") if args.cases else []
@@ -106,7 +107,10 @@ def main():
                         print(f"  ours (our defaults): {report.cell(record, tb, ours)}", flush=True)
                 else:
                     print(f"  {verdict}", flush=True)
-            rows.append((name, desc, runs, None))
+            checks = crosscheck.row(runs, kinds)
+            for key, ok, text in checks:
+                print(f"  {key} against upstream: {'' if ok else 'DIFFERS: '}{text}", flush=True)
+            rows.append((name, desc, runs, checks))
     finally:
         procs.stop_all()
     return finish(args, kinds, rows, logdir)
@@ -123,7 +127,7 @@ def rejudge(directory, chosen, kinds, binary):
                 with open(path) as f:
                     runs[kind.key] = judge_run(json.load(f), binary, kind)
         if runs:
-            rows.append((name, desc, runs, None))
+            rows.append((name, desc, runs, crosscheck.row(runs, kinds)))
     return rows
 
 
@@ -147,15 +151,17 @@ def finish(args, kinds, rows, logdir):
         or "unknown",
         "Python": sys.version.split()[0],
     }
-    for k in kinds[2:]:
-        versions[k.label] = version(list(k.argv))
+    for k in kinds:
+        if not k.upstream:
+            versions[k.label] = version(list(k.argv))  # serve: `serve --version`, as gflags answers it
     date = time.strftime("%Y-%m-%d", time.gmtime())
     with open(args.out, "w") as f:
         f.write(report.markdown(rows, kinds, versions, date, cases.ACTIVE_S, cases.SUSPICION_S, bool(args.from_records)))
     print(f"wrote {args.out}; logs, traces and records in {logdir}")
     failed = sorted({f"{n} on {k}" for n, _, runs, _ in rows for k, r in runs.items() if r[3]})
+    failed += sorted({f"{n}: {k} against upstream" for n, _, _, checks in rows for k, ok, _ in checks if not ok})
     if failed:
-        print(f"error: a model disagrees with its real master in: {', '.join(failed)}", file=sys.stderr)
+        print(f"error: a model disagrees with its master, or serve with upstream, in: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -58,19 +58,23 @@ class Client:
         if self.rc != 0:
             if must_start:
                 raise SystemExit(f"error: client {name}: setup returned {self.rc}; see {self.log_path}")
+            # Its id, if it got as far as logging it: a mount the master refused is its.
+            self.client_id = self._from_log(_CLIENT_ID, "client_id", required=False)
             return
         self.segment = ready["hostname"] if segment_bytes else None
         self.client_id = self._from_log(_CLIENT_ID, "client_id")
         # Where get_replica_desc says a replica on this client's segment lives.
         self.endpoint = self._from_log(_P2P_ENDPOINT, "P2P endpoint") if p2p else self.segment
 
-    def _from_log(self, pattern, what):
+    def _from_log(self, pattern, what, required=True):
         self._log.flush()
         with open(self.log_path) as f:
             for line in f:
                 m = pattern.search(line.strip())
                 if m:
                     return m.group(1)
+        if not required:
+            return None
         raise SystemExit(f"error: client {self.name}: no {what} in {self.log_path}")
 
     def read(self):

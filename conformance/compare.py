@@ -27,8 +27,14 @@ from . import trace
 
 
 def real_transitions(record, tb):
+    """(model ms, client, kind) of each real liveness line: a line of a logged tick is at that
+    tick (:meth:`~conformance.timebase.TimeBase.at_tick`)."""
     by_id = trace.names(record)
-    return [(tb.ms(r["t"]), by_id[r["client"]], r["kind"]) for r in record["log"] if r["kind"] in trace.LIVENESS and r.get("client") in by_id]
+    return [
+        (tb.at_tick(r["t"]) if r["kind"] in trace.AT_TICK else tb.ms(r["t"]), by_id[r["client"]], r["kind"])
+        for r in record["log"]
+        if r["kind"] in trace.LIVENESS and r.get("client") in by_id
+    ]
 
 
 def real_rpcs(record):

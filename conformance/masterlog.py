@@ -9,8 +9,13 @@ RPCs the master handled, in the order it handled them, to the microsecond. Recor
 - ``anchor``: the master service's constructor started its threads (``Task cleanup thread
   started``): the monitor thread started just before it, so its ticks fall on this line's
   time plus whole monitor periods (plus a drift :mod:`conformance.timebase` measures);
-- ``ping``, ``remount`` (``client``), ``mount`` (``segment``; ``client`` when the master logged
-  its ``action=mount_segment`` line), ``put_end`` (``key``), each with ``ok`` and ``error``
+  ``schedule`` ``sleep``. ``mooncake-liveness serve`` logs ``action=client_monitor_started``
+  from its monitor thread as it starts: ``schedule`` ``logged``;
+- ``tick`` (``us``: how long it ran): ``serve``'s ``action=client_monitor_tick`` line, one per
+  monitor tick with ``--vmodule=monitor=1``, stamped when the tick woke;
+- ``ping``, ``remount`` (``client``), ``mount`` (``segment``, its name, and ``segment_id``, the
+  id the master keys it by; ``client`` when the master logged
+  its ``action=mount_segment`` line, or ``serve`` its ``action=mount_segment_refused``), ``put_end`` (``key``), each with ``ok`` and ``error``
   from its response line, and ``latency_us``;
 - liveness actions: ``expired`` (legacy), ``suspected``, ``recovered``, ``offline``,
   ``offboarded`` (upstream's RFC), with ``client``.
@@ -34,6 +39,9 @@ ACTIONS = {
 }
 RPCS = {"Ping": "ping", "MountSegment": "mount", "ReMountSegment": "remount", "PutEnd": "put_end"}
 ANCHOR = "Task cleanup thread started"
+SERVE_ANCHOR = "action=client_monitor_started"
+_TICK = re.compile(r"^action=client_monitor_tick, us=(\d+)")
+MOUNT_ACTIONS = ("mount_segment", "mount_segment_refused")
 
 
 def glog_time(mmdd, hms, year=None):
@@ -52,8 +60,12 @@ def parse(lines, year=None):
             continue
         t = glog_time(m.group(1), m.group(2), year)
         tid, msg = m.group(3), m.group(4)
-        if msg.startswith(ANCHOR):
-            out.append({"t": t, "kind": "anchor"})
+        if msg.startswith(ANCHOR) or msg.endswith(SERVE_ANCHOR):
+            out.append({"t": t, "kind": "anchor", "schedule": "sleep" if msg.startswith(ANCHOR) else "logged"})
+            continue
+        tick = _TICK.match(msg)
+        if tick:
+            out.append({"t": t, "kind": "tick", "us": int(tick.group(1))})
             continue
         req = _REQUEST.match(msg)
         if req and req.group(1) in RPCS:
@@ -61,6 +73,8 @@ def parse(lines, year=None):
             rec = {"t": t, "kind": RPCS[req.group(1)], "client": fields.get("client_id")}
             if "segment_name" in fields:
                 rec["segment"] = fields["segment_name"]
+                if "id" in fields:
+                    rec["segment_id"] = fields["id"]
             if "key" in fields:
                 rec["key"] = fields["key"]
             open_rpc[tid] = rec
@@ -77,7 +91,7 @@ def parse(lines, year=None):
             continue
         act = _ACTION.search(msg)
         if act:
-            if act.group(2) == "mount_segment" and tid in open_rpc and open_rpc[tid]["kind"] == "mount":
+            if act.group(2) in MOUNT_ACTIONS and tid in open_rpc and open_rpc[tid]["kind"] == "mount":
                 open_rpc[tid]["client"] = act.group(1)
             elif act.group(2) in ACTIONS:
                 out.append({"t": t, "kind": ACTIONS[act.group(2)], "client": act.group(1)})

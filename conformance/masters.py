@@ -9,8 +9,10 @@ A master is a command plus the flags every Mooncake master takes (``--rpc_port``
   --client_suspicion_ttl_sec=S``; compared with ``replay --policy rfc`` under ``model_config``
   (for upstream's master: its 1 s monitor tick and no brakes, as it has none).
 
-The two real masters are built in by :func:`real`; ``--master LABEL=POLICY:COMMAND...`` on the
-command line adds another (for example our own ``mooncake-liveness serve``), compared with the
+The two real masters are built in by :func:`real`, and our own master, ``mooncake-liveness
+serve``, by :func:`serve`: compared with the ``rfc`` model under our library's defaults, and
+(:mod:`conformance.crosscheck`) with upstream's real master wherever the two designs agree.
+``--master LABEL=POLICY:COMMAND...`` on the command line adds another, compared with the
 ``rfc`` model under our library's defaults unless ``model_config`` says otherwise. Every master
 must write glog-style lines with the actions :mod:`conformance.masterlog` reads.
 """
@@ -36,6 +38,10 @@ class Kind:
     argv: tuple  # the command (the master binary, or a binary plus a subcommand)
     model_config: dict = dataclasses.field(default_factory=dict)
     version: str = ""  # for the report
+    # One of upstream's masters: where its design differs from ours on purpose (a case's
+    # ``design`` and ``by_design``), the difference is marked, not failed. Never for a master
+    # of ours: every difference from our model fails.
+    upstream: bool = False
 
     @property
     def tick_ms(self):
@@ -59,9 +65,17 @@ class Kind:
 def real(legacy_master, rfc_master):
     """The two real masters: PyPI's 0.3.13.post1 (legacy) and 0.3.14 (upstream's RFC)."""
     return [
-        Kind("legacy-real", "legacy real (0.3.13.post1)", "legacy", (legacy_master,)),
-        Kind("upstream-rfc-real", "upstream rfc real (0.3.14)", "rfc", (rfc_master,), dict(UPSTREAM_RFC_MODEL)),
+        Kind("legacy-real", "legacy real (0.3.13.post1)", "legacy", (legacy_master,), upstream=True),
+        Kind("upstream-rfc-real", "upstream rfc real (0.3.14)", "rfc", (rfc_master,), dict(UPSTREAM_RFC_MODEL), upstream=True),
     ]
+
+
+def serve(binary):
+    """Our master: ``mooncake-liveness serve`` with the library's defaults, the configuration
+    the model replays (``replay`` runs each offboarding job at the tick that commits Offline, as
+    ``offboarding_mode: sync``, the library's default, does; ``serve`` defaults to ``async``, whose
+    workers finish a job after that tick, by as much as the worker took to pick it up and run it)."""
+    return Kind("serve", "serve (ours)", "rfc", (binary, "serve", "--offboarding_mode=sync"), dict(OUR_RFC_MODEL))
 
 
 def parse_extra(spec):

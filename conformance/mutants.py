@@ -14,8 +14,9 @@ exactly as a model with that one mistake would (the reason each change is exact 
 - **``<`` for ``<=``** (a deadline must be strictly passed): a deadline that sits on the tick
   grid (legacy's, anchored at a tick, and rfc's suspicion deadline, a whole number of seconds
   after the tick that committed Suspected) then passes one tick later, so those TTLs get one
-  second more; rfc's active deadline is off the grid (last signal + TTL, in whole ms), where
-  ``now - s > A`` is ``now - (s + 1 ms) >= A``: every signal moves 1 ms later.
+  tick more (a second for legacy and upstream's settings, 100 ms under our defaults); rfc's
+  active deadline is off the grid (last signal + TTL, in whole ms), where ``now - s > A`` is
+  ``now - (s + 1 ms) >= A``: every signal moves 1 ms later.
 - **suspicion counted from the last signal instead of the commit** (rfc): the Offline tick is
   recomputed from the model's own lines as the first tick, at least one after the Suspected
   one, at or after the last signal + active + suspicion TTL; a recovery that comes after that
@@ -28,6 +29,9 @@ import dataclasses
 import json
 
 from . import trace
+
+# The library's monitor period (src/config/mod.rs), what a model config without the key ticks at.
+DEFAULT_TICK_MS = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +62,12 @@ def _ttls(da=0, ds=0, factor=1):
     return f
 
 
+def _one_tick_more_suspicion(c):
+    """The suspicion TTL one monitor tick longer (fractional seconds are valid config)."""
+    c["client_suspicion_ttl_sec"] = c["client_suspicion_ttl_sec"] + c.get("monitor_tick_ms", DEFAULT_TICK_MS) / 1000.0
+    return c
+
+
 def _doubled(ops):
     out = []
     for ms, seq, op, i in ops:
@@ -82,7 +92,7 @@ def _grid(lines):
     """first_tick_at_or_after(t) for the trace's monitor: multiples of its tick, restarted at
     each ``stall``'s ``wake_ms``."""
     cfg = json.loads(lines[0])["config"]
-    tick = cfg.get("monitor_tick_ms", 1000)
+    tick = cfg.get("monitor_tick_ms", DEFAULT_TICK_MS)
     wakes = sorted(o["t_ms"] + o["wake_ms"] for o in map(json.loads, lines[1:]) if o.get("op") == "stall" and "wake_ms" in o)
 
     def first_at_or_after(t):
@@ -140,6 +150,6 @@ MUTANTS = [
     Mutant("deadline +2 s", "rfc", _ttls(2, 2)),
     Mutant("TTL x2", "rfc", _ttls(factor=2)),
     Mutant("tick 500 ms", "rfc", lambda c: {**c, "monitor_tick_ms": 500}),
-    Mutant("< for <=", "rfc", _ttls(0, 1), _signals_later),
+    Mutant("< for <=", "rfc", _one_tick_more_suspicion, _signals_later),
     Mutant("suspicion from the last signal", "rfc", pred_fn=_from_last_signal),
 ]

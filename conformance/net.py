@@ -11,6 +11,11 @@ import time
 
 ADDR = "192.0.2.1"  # TEST-NET-1 (RFC 5737): exists only inside this namespace
 PEER = "192.0.2.2"
+# The ports the clients' outgoing connections take (a sysctl of the namespace, not the
+# machine's): below the masters' RPC ports (50051 + the run's index,
+# :class:`conformance.realmaster.Master`), so a connection of an earlier case's client, or its
+# TIME_WAIT, never holds the port a later case's master must bind.
+EPHEMERAL = (32768, 49999)
 
 
 def interfaces():
@@ -35,6 +40,8 @@ def setup():
         "ip link set veth1 up",
     ):
         subprocess.run(cmd.split(), check=True)
+    with open("/proc/sys/net/ipv4/ip_local_port_range", "w") as f:
+        f.write(f"{EPHEMERAL[0]} {EPHEMERAL[1]}\n")
 
 
 # A client that can be partitioned lives in a network namespace of its own, joined to this one

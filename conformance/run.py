@@ -6,7 +6,9 @@ A :class:`Run` starts a fresh master of a :class:`~conformance.masters.Kind` and
 from ``conformance/testdata``):
 
 - ``kind``, ``policy``, ``active_s``, ``suspicion_s``: which master, with which TTLs;
-- ``clients``: name -> ``{"id", "segment", "endpoint"}`` (only clients whose setup succeeded);
+- ``clients``: name -> ``{"id", "segment", "endpoint"}`` (clients whose id is known: a client
+  whose setup the master refused has no segment); ``refused``: name -> what a refused setup
+  returned;
 - ``log``: the master's records (:mod:`conformance.masterlog`) about those clients, plus the
   anchor: the transcript the model replays and the liveness lines it must reproduce;
 - ``pauses``: ``[[stopped, resumed]]`` of the master (Unix times);
@@ -129,14 +131,14 @@ class Run:
         for r in self.master.records():
             if r["kind"] == "put_end" and r.get("key") != in_flight:
                 continue  # the stored objects are in "puts"; only the Put in flight is replayed
-            if r["kind"] == "anchor" or r.get("client") in ids or (r["kind"] == "mount" and r.get("segment") in segs):
+            if r["kind"] in ("anchor", "tick") or r.get("client") in ids or (r["kind"] == "mount" and r.get("segment") in segs):
                 log.append(r)
         self.record["clients"] = {
             n: {"id": c.client_id, "segment": c.segment, "endpoint": c.endpoint, "started": c.started_at}
             for n, c in self.clients.items()
             if c.client_id
         }
-        self.record["refused"] = {n: c.rc for n, c in self.clients.items() if not c.client_id}
+        self.record["refused"] = {n: c.rc for n, c in self.clients.items() if c.rc != 0}
         self.record["log"] = log
         self.record["pauses"] = [list(p) for p in self.master.pauses]
         return self.record

@@ -17,7 +17,7 @@ TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 
 
 def model_config(record):
-    kind = {k.key: k for k in masters.real("-", "-")}[record["kind"]]
+    kind = {k.key: k for k in masters.real("-", "-") + [masters.serve("-")]}[record["kind"]]
     return kind.model(record["active_s"], record["suspicion_s"])
 
 

@@ -27,10 +27,22 @@ woke (``wake_ms``):
 None of this looks at a model's prediction: it places the real ticks and signals on the model's
 clock; which tick a transition falls on is what the model must predict.
 
+``mooncake-liveness serve`` logs every tick (``schedule="logged"``, told by its start line
+``action=client_monitor_started``; each tick's ``action=client_monitor_tick, us=N`` line, with
+``--vmodule=monitor=1``, is stamped when the tick woke and says how long it ran;
+src/serve/monitor.rs): nothing is inferred. Times map to model ms continuously from the start
+line; the model's monitor is made to tick when the real one did (:attr:`TimeBase.align`: the
+trace's ``stall`` lines of no length whose ``wake_ms`` moves the model's next tick to the real
+one's time, which replay allows whenever a tick came a period or more after the previous one; a
+tick that came sooner stays one period after it, and how far that is from the real one is
+measured), and each event line of a tick (stamped with the master clock's millisecond inside
+the tick) is that tick's (:meth:`TimeBase.at_tick`).
+
 :attr:`TimeBase.slack_ms` is the measured uncertainty of a signal's place relative to the
 ticks: the largest drift accumulated between two tick lines, or the largest stray of the
 clients' own 1 s Ping loops (:func:`conformance.trace.ping_jitter`: the same sleep-after-work
-loop on the same cores) if larger, plus twice the slowest Ping's handling time (its request line
+loop on the same cores) if larger (with every tick logged: the largest distance between a model
+tick and the real one instead), plus twice the slowest Ping's handling time (its request line
 is written before the handler samples the clock) and 2 ms for the integer milliseconds of a
 trace. A deadline that close to a tick may fall on either side of it (the comparison tries
 both); a time that is itself a tick line maps exactly.
@@ -42,6 +54,10 @@ import math
 TICK_MS = 1000
 ROUNDING_MS = 2.0
 LATE_MS = 100.0
+# serve stamps an event line with the master clock's whole millisecond (up to 1 ms before the
+# instant) through a monotonic/wall pairing read within 0.2 ms (src/serve/log.rs).
+PAIRING_S = 0.0002
+EVENT_EARLY_S = 0.001 + PAIRING_S
 
 
 class TooNoisy(Exception):
@@ -50,9 +66,21 @@ class TooNoisy(Exception):
 
 
 class TimeBase:
-    def __init__(self, anchor, pauses=(), tick_times=(), other_times=(), ping_latency_us=0, jitter_ms=0.0, tick_ms=TICK_MS):
+    def __init__(
+        self,
+        anchor,
+        pauses=(),
+        tick_times=(),
+        other_times=(),
+        ping_latency_us=0,
+        jitter_ms=0.0,
+        tick_ms=TICK_MS,
+        schedule="sleep",
+        tick_log=(),
+    ):
         self.anchor = anchor
         self.tick = tick_ms
+        self.schedule = schedule
         self.late_ms = min(LATE_MS, tick_ms / 4.0)
         self.pauses = sorted((p, r) for p, r in pauses if r is not None)
         ticks = sorted(t for t in tick_times if t >= anchor)
@@ -61,6 +89,58 @@ class TimeBase:
         self.points = [(anchor, 0.0)]  # (real, model) through which the clock is interpolated
         self.grid_starts = {anchor}
         self.accumulated = 0.0  # the largest drift between two consecutive points of a grid
+        self.logged = []  # logged ticks: [(real start, real end, model ms it runs at)]
+        self.align = []  # [(model ms, wake_ms)]: the model's next tick wake_ms after that tick
+        if schedule == "logged":
+            self._place_logged(sorted(tick_log))
+            jitter_ms = 0.0  # the ticks are measured, not inferred from sleep loops
+        else:
+            self._place_sleeping(ticks, others)
+        self.jitter_ms = jitter_ms
+        self.slack_ms = max(self.accumulated, jitter_ms) + 2 * ping_latency_us / 1000.0 + ROUNDING_MS
+
+    def _place_logged(self, tick_log):
+        """Every tick logged (see the module doc): the model's ticks follow the real ones."""
+        if not tick_log:
+            raise TooNoisy("the master logs its start line but no tick (serve needs --vmodule=monitor=1)")
+        for p, r in self.pauses:
+            self.woke.append((p, r, "pause"))
+        prev = 0  # the model's previous tick (its first is one period after the start)
+        for t, us in tick_log:
+            at = self.ms(t)
+            want = int(round(at))
+            if want >= prev + self.tick:
+                if want > prev + self.tick:
+                    self.align.append((prev, want - prev))
+                run = want
+            else:  # sooner than a period after the previous one: the model cannot follow
+                run = prev + self.tick
+            self.accumulated = max(self.accumulated, abs(run - at))
+            self.logged.append((t, t + us / 1e6, run))
+            prev = run
+
+    def at_tick(self, t):
+        """The model ms of the logged tick whose run holds ``t`` (an event line's stamp, the
+        master clock's millisecond, may lie up to a millisecond and the clock pairing before
+        the tick's own stamp), or ``t``'s own model ms."""
+        i = bisect.bisect_right([x[0] for x in self.logged], t + EVENT_EARLY_S) - 1
+        if i >= 0 and t <= self.logged[i][1] + PAIRING_S:
+            return float(self.logged[i][2])
+        return self.ms(t)
+
+    def wake_tick(self, resumed):
+        """(real start, real end, model ms) of the first logged tick after a pause that ended at
+        ``resumed``, or None."""
+        return next((x for x in self.logged if x[0] >= resumed - EVENT_EARLY_S), None)
+
+    def wake_ms(self, resumed):
+        """The model ms of the monitor's first tick after a pause that ended at ``resumed``."""
+        tick = self.wake_tick(resumed)
+        return tick[2] if tick is not None else int(round(self.ms(resumed)))
+
+    def _place_sleeping(self, ticks, others):
+        """A monitor that sleeps one period after each tick's work (the real masters')."""
+        anchor = self.anchor
         prev = anchor
         base = 0.0  # model ms of the current grid's start: its ticks are base + 1000 k
         events = sorted([(p, "pause", r) for p, r in self.pauses] + [(t, "tick", None) for t in ticks])
@@ -89,8 +169,6 @@ class TimeBase:
             self.accumulated = max(self.accumulated, late)
             self.points.append((t, self._model(prev) + k * self.tick))
             prev = t
-        self.jitter_ms = jitter_ms
-        self.slack_ms = max(self.accumulated, jitter_ms) + 2 * ping_latency_us / 1000.0 + ROUNDING_MS
 
     def _model(self, real):
         """The model ms of a point already placed."""
@@ -138,6 +216,11 @@ class TimeBase:
 
     def describe(self):
         held = f", {len(self.holdups())} hold-up(s)" if self.holdups() else ""
+        if self.schedule == "logged":
+            return (
+                f"{len(self.logged)} ticks logged, the model's within {self.accumulated:.1f} ms of them "
+                f"({len(self.align)} moved later to follow a late one): slack {self.slack_ms:.1f} ms"
+            )
         return (
             f"monitor drift up to {self.accumulated:.1f} ms between its tick lines{held}, "
             f"1 s sleep loops within {self.jitter_ms:.1f} ms: slack {self.slack_ms:.1f} ms"

@@ -35,11 +35,23 @@ SIGNALS = ("mount", "remount", "ping")
 def base(record):
     """The record's :class:`~conformance.timebase.TimeBase`."""
     log = record["log"]
-    anchor = next(r["t"] for r in log if r["kind"] == "anchor")
+    first = next(r for r in log if r["kind"] == "anchor")
+    anchor = first["t"]
     acts = [r["t"] for r in log if r["kind"] in AT_TICK]
     lat = max((r.get("latency_us", 0) for r in log if r["kind"] == "ping"), default=0)
-    others = [r["t"] for r in log if r["kind"] not in AT_TICK and r["kind"] != "anchor"]
-    return tbmod.TimeBase(anchor, resumed(record), acts, others, lat, ping_jitter(record), record.get("tick_ms", 1000))
+    others = [r["t"] for r in log if r["kind"] not in AT_TICK and r["kind"] not in ("anchor", "tick")]
+    ticks = [(r["t"], r["us"]) for r in log if r["kind"] == "tick"]
+    return tbmod.TimeBase(
+        anchor,
+        resumed(record),
+        acts,
+        others,
+        lat,
+        ping_jitter(record),
+        record.get("tick_ms", 1000),
+        first.get("schedule", "sleep"),
+        ticks,
+    )
 
 
 def ping_jitter(record):
@@ -96,6 +108,31 @@ def sizes(record):
     return out
 
 
+def segment_key(rec):
+    """The trace's name of a mounted segment: its id, which both masters key segments by
+    (upstream: ``mooncake-store/src/segment.cpp`` ``MountSegment`` at 3b5a594, ``mounted_segments_``
+    by ``segment.id``; ``serve``: the core's segment is the id), not its name: a client mounts
+    every piece of its global segment under the one name it was set up with (``real_client.cpp``
+    and ``client_service.cpp`` ``segment.name = local_hostname_`` at 3b5a594). Records from before
+    ids were read fall back to the name."""
+    return rec.get("segment_id") or rec["segment"]
+
+
+def segments(record):
+    """Each client's segments, as the trace names them, from its mounts in the log (a ReMount's
+    line does not list them; a client re-announces what it mounted)."""
+    out = {}
+    for rec in record["log"]:
+        if rec["kind"] == "mount":
+            name = who(record, rec)
+            if name is not None and segment_key(rec) not in out.setdefault(name, []):
+                out[name].append(segment_key(rec))
+    for name, segs in out.items():
+        if len(segs) > 1:
+            raise SystemExit(f"error: {name} mounted {len(segs)} segments; the trace sizes one per client")
+    return out
+
+
 def keys(record):
     """The trace's object keys, holder by holder (``A-0``, ``A-1``, ..., ``V-0``, ...)."""
     placement = (record["puts"] or {}).get("placement", {})
@@ -104,12 +141,18 @@ def keys(record):
 
 def race(record, tb):
     """For each pause the monitor woke from: (model ms of its wake tick, Unix time of the first
-    liveness line at that tick or None, [log indexes of signals in the race window])."""
+    liveness line at that tick or None, [log indexes of signals in the race window]). With every
+    tick logged, the wake tick's end stands for the liveness line: a signal logged after it
+    came after the tick, one logged before may have come on either side."""
     out = []
     for p, r in tb.wakes():
         window = [i for i, x in enumerate(record["log"]) if r <= x["t"] < r + RACE_MS / 1000.0]
         first = next((record["log"][i]["t"] for i in window if record["log"][i]["kind"] in LIVENESS), None)
-        out.append((int(round(tb.ms(r))), first, [i for i in window if record["log"][i]["kind"] in SIGNALS]))
+        logged = tb.wake_tick(r) if tb.schedule == "logged" else None
+        if logged is not None:
+            # The tick's own line says when it ran: a signal logged after it ended came after it.
+            first = logged[1]
+        out.append((tb.wake_ms(r), first, [i for i in window if record["log"][i]["kind"] in SIGNALS]))
     return out
 
 
@@ -150,6 +193,7 @@ def build(record, config, tb, shift_ms=0, first=None, mutate=None):
         for i in idx:
             racing[i] = g - 1 if i in first else max(g, tb.ms(record["log"][i]["t"]))
     guards = [g for g, _, _ in wakes]
+    mounted = segments(record)
     for i, rec in enumerate(record["log"]):
         name = who(record, rec) if rec["kind"] in SIGNALS or rec["kind"] == "put_end" else None
         if name is None:
@@ -165,10 +209,10 @@ def build(record, config, tb, shift_ms=0, first=None, mutate=None):
                 if raw < g <= ms:
                     ms = g - 1
         if rec["kind"] == "mount":
-            add(ms, {"op": "mount", "client": name, "segment": rec["segment"], "size": size.get(name, 1)}, i)
+            add(ms, {"op": "mount", "client": name, "segment": segment_key(rec), "size": size.get(name, 1)}, i)
         elif rec["kind"] == "remount":
-            seg = record["clients"][name]["segment"]
-            add(ms, {"op": "remount", "client": name, "segments": [{"segment": seg, "size": size.get(name, 1)}] if seg else []}, i)
+            segs = [{"segment": seg, "size": size.get(name, 1)} for seg in mounted.get(name, [])]
+            add(ms, {"op": "remount", "client": name, "segments": segs}, i)
         elif rec["kind"] == "ping":
             add(ms, {"op": "ping", "client": name}, i)
         elif rec["kind"] == "put_end" and record["in_flight"] and rec.get("key") == record["in_flight"]["key"]:
@@ -183,6 +227,10 @@ def build(record, config, tb, shift_ms=0, first=None, mutate=None):
     for p in record["probes"]:
         for k in keys(record):
             add(tb.ms(p["t"]), {"op": "get", "key": k}, ("probe", p["label"]))
+    # The model's monitor ticks when the real one did (logged ticks); before a pause's own stall
+    # at the same millisecond (a tick that ran just before the stop).
+    for at, wake in tb.align:
+        add(at, {"op": "stall", "ms": 0, "wake_ms": wake})
     woke = {p: g for (p, _), (g, _, _) in zip(tb.wakes(), wakes)}
     paused = dict(resumed(record))
     for p, r in tb.wakes():

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Conformance of our models against the real Mooncake masters (docs/CONFORMANCE.md).
+# Conformance of our models against the real Mooncake masters, and of our own master
+# (`mooncake-liveness serve`) against our model and against upstream's (docs/CONFORMANCE.md).
 #
 # Installs the two real masters, pinned (scripts/realmasters.sh: PyPI's 0.3.13.post1 — main's
 # single-TTL monitor, and the Python client — and 0.3.14 — upstream's implementation of the
@@ -7,21 +8,23 @@
 # binary, runs the self-test (the recorded runs of conformance/testdata must agree with the right
 # models and catch every deliberately wrong one), then `python -m conformance` inside a network
 # namespace of its own (`unshare -n`: lo and veth pairs that live only there; nothing listens in
-# the machine's own namespace). Every case runs on both masters; each master's transcript is
-# replayed with `mooncake-liveness replay --policy legacy` / `--policy rfc` (upstream's settings)
-# and compared, times included. Exit status: 0 when every model agrees with its master in every
-# case (design differences are marked, not failures), 1 otherwise or when anything cannot be
-# installed or run.
+# the machine's own namespace). Every case runs on three masters: the two real ones and serve
+# (with the library's defaults); each master's transcript is replayed with `mooncake-liveness
+# replay --policy legacy` / `--policy rfc` (upstream's settings; our defaults for serve) and
+# compared, times included, and serve's outcome is compared with upstream's wherever the designs
+# agree. Exit status: 0 when every model agrees with its master in every case (upstream's design
+# differences are marked, not failures) and serve with upstream, 1 otherwise or when anything
+# cannot be installed or run.
 #
-# Bounded: the cases run under `timeout 660`; every process is stopped by id at the end, even on
+# Bounded: the cases run under `timeout 1200`; every process is stopped by id at the end, even on
 # failure (the Python driver stops its children in a `finally`, the kernel kills them if the
 # driver dies: PR_SET_PDEATHSIG; this script stops the driver by id on exit).
 #
 #   scripts/conformance.sh                 # every case on both masters, writes docs/CONFORMANCE.md
 #   CONFORMANCE_ARGS="--cases client_kill --logs /tmp/logs" scripts/conformance.sh
-#   CONFORMANCE_ARGS="--master 'serve=rfc:target/debug/mooncake-liveness serve'" scripts/conformance.sh
-# About 9 minutes on 2 cores (13 cases x 2 masters, ~8 min; the self-test ~30 s); the first run
-# also downloads the two wheels (~80 MB).
+#   CONFORMANCE_ARGS="--masters serve" scripts/conformance.sh     # only serve's column
+#   CONFORMANCE_ARGS="--master 'mine=rfc:path/to/master'" scripts/conformance.sh  # a fourth column
+# TIMING_PLACEHOLDER; the first run also downloads the two wheels (~80 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -57,7 +60,7 @@ trap 'exit 130' INT TERM
 
 # shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of words
 eval "args=(${CONFORMANCE_ARGS:-})"
-timeout --kill-after=10 660 unshare --net -- "$MOONCAKE_PY" -m conformance \
+timeout --kill-after=10 1200 unshare --net -- "$MOONCAKE_PY" -m conformance \
     --bin "$BIN" --legacy-master "$MOONCAKE_LEGACY_MASTER" --rfc-master "$MOONCAKE_RFC_MASTER" \
     --out "$OUT" "${args[@]}" &
 driver=$!
@@ -65,6 +68,6 @@ status=0
 wait "$driver" || status=$?
 driver=""
 if ((status == 124)); then
-    die "the cases did not finish within 660 s"
+    die "the cases did not finish within 1200 s"
 fi
 exit "$status"

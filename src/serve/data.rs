@@ -35,7 +35,7 @@ fn descriptor(id: u64, p: &super::space::Placement, status: ReplicaStatus) -> Re
                 size: p.size,
                 buffer_address: p.address(),
                 protocol: p.space().protocol.clone(),
-                transport_endpoint: p.space().endpoint.clone(),
+                transport_endpoint: p.space().te_endpoint.clone(),
             },
         }),
         status,

@@ -5,6 +5,11 @@
 //! arg"): both byte for byte as the real master (the wire crate's golden tests). Neither closes
 //! the connection. No input reaches a handler undecoded, and no handler panics on a decoded
 //! value.
+//!
+//! With `--vmodule=scoped_vlog_timer=1` every RPC logs a `<Name> request: <fields>` line when
+//! its handler starts and a `<Name> response: ...` line when it ends (`rpc_line`), on the thread that ran it, with the fields upstream's
+//! `ScopedVLogTimer` logs (`rpc_service.cpp`, Mooncake 3b5a594; the same lines in the real
+//! 0.3.14 master's log): a reader of the real master's log reads ours.
 
 use super::log::{info, warning};
 use super::rpc_line::{self, Outcome};
@@ -25,34 +30,59 @@ pub(crate) fn handle(state: &State, header: &RequestHeader, body: &[u8], peer: &
         return error_response(seq, Errc::FUNCTION_NOT_REGISTERED);
     };
     let started = Instant::now();
+    // Each RPC: its handler, and the fields of its request line.
     macro_rules! route {
-        ($($name:ident => |$req:pat_param| $call:expr),* $(,)?) => {
+        ($($name:ident => |$req:pat_param| $call:expr, |$d:pat_param| $fields:expr),* $(,)?) => {
             match f {
-                $(Function::$name => call::<rpc::$name>(seq, body, peer, |$req| $call),)*
+                $(Function::$name => call::<rpc::$name>(
+                    seq,
+                    body,
+                    peer,
+                    |$d: &<rpc::$name as Rpc>::Request| $fields,
+                    |$req| $call,
+                ),)*
             }
         };
     }
     let out = route! {
-        ServiceReady => |()| state.service_ready(),
-        GetStorageConfig => |()| state.storage_config(),
-        MountSegment => |req| state.mount(req),
-        ReMountSegment => |req| state.remount(req),
-        UnmountSegment => |req| state.unmount(req),
-        Ping => |id| state.ping(id),
-        FetchTasks => |req| state.fetch_tasks(req),
-        PutStart => |req| state.put_start(req),
-        PutEnd => |req| state.put_end(req),
-        PutRevoke => |req| state.put_revoke(req),
-        BatchPutStart => |req| state.batch_put_start(req),
-        BatchPutEnd => |req| state.batch_put_end(req),
-        BatchPutRevoke => |req| state.batch_put_revoke(req),
-        GetReplicaList => |req| state.get_replica_list(req),
-        BatchGetReplicaList => |req| state.batch_get_replica_list(req),
-        ExistKey => |req| state.exist_key(req),
-        BatchExistKey => |req| state.batch_exist_key(req),
-        Remove => |req| state.remove(req),
-        BatchRemove => |req| state.batch_remove(req),
-        RemoveAll => |req| state.remove_all(req),
+        ServiceReady => |()| state.service_ready(), |()| "action=service_ready".to_string(),
+        GetStorageConfig => |()| state.storage_config(), |()| "action=get_storage_config".to_string(),
+        MountSegment => |req| state.mount(req), |(seg, _)| format!(
+            "base={}, size={}, segment_name={}, id={}", seg.base, seg.size, seg.name, seg.id
+        ),
+        ReMountSegment => |req| state.remount(req), |(segs, client)| format!(
+            "segments_count={}, client_id={client}", segs.len()
+        ),
+        UnmountSegment => |req| state.unmount(req), |(seg, client)| format!("segment_id={seg}, client_id={client}"),
+        Ping => |id| state.ping(id), |id| format!("client_id={id}"),
+        FetchTasks => |req| state.fetch_tasks(req), |(client, n)| format!("client_id={client}, batch_size={n}"),
+        PutStart => |req| state.put_start(req), |(client, key, size, _, _)| format!(
+            "client_id={client}, key={key}, slice_length={size}"
+        ),
+        PutEnd => |req| state.put_end(req), |(client, meta, rt, _)| format!(
+            "client_id={client}, key={}, replica_type={rt}", meta.key
+        ),
+        PutRevoke => |req| state.put_revoke(req), |(client, key, rt, _)| format!(
+            "client_id={client}, key={key}, replica_type={rt}"
+        ),
+        BatchPutStart => |req| state.batch_put_start(req), |(client, keys, _, _, _)| format!(
+            "client_id={client}, keys_count={}", keys.len()
+        ),
+        BatchPutEnd => |req| state.batch_put_end(req), |(client, metas, _, _)| format!(
+            "client_id={client}, keys_count={}", metas.len()
+        ),
+        BatchPutRevoke => |req| state.batch_put_revoke(req), |(client, keys, _, _)| format!(
+            "client_id={client}, keys_count={}", keys.len()
+        ),
+        GetReplicaList => |req| state.get_replica_list(req), |(key, _)| format!("key={key}"),
+        BatchGetReplicaList => |req| state.batch_get_replica_list(req), |(keys, _)| format!("keys_count={}", keys.len()),
+        ExistKey => |req| state.exist_key(req), |(key, _)| format!("key={key}"),
+        BatchExistKey => |req| state.batch_exist_key(req), |(keys, _)| format!("keys_count={}", keys.len()),
+        Remove => |req| state.remove(req), |(key, force, _)| format!("key={key}, force={force}"),
+        BatchRemove => |req| state.batch_remove(req), |(keys, force, _)| format!(
+            "keys_count={}, force={force}", keys.len()
+        ),
+        RemoveAll => |req| state.remove_all(req), |(force, _)| format!("force={force}"),
     };
     let us = started.elapsed().as_micros() as u64;
     metrics::counter!("mooncake_liveness_serve_rpc_total", "function" => f.name()).increment(1);
@@ -61,17 +91,28 @@ pub(crate) fn handle(state: &State, header: &RequestHeader, body: &[u8], peer: &
 }
 
 /// Decodes `body` as `R`'s arguments, runs `run`, encodes its reply. With per-RPC lines on,
-/// writes upstream's response line with the handler's latency (from after the decode to the
-/// reply, as upstream's timer spans the handler only).
-fn call<R: Rpc>(seq: u32, body: &[u8], peer: &str, run: impl FnOnce(R::Request) -> R::Reply) -> Vec<u8>
+/// logs the request line (`fields`) before `run` and upstream's response line after it, with
+/// the handler's latency (from after the decode to the reply, as upstream's timer spans the
+/// handler only).
+fn call<R: Rpc>(
+    seq: u32,
+    body: &[u8],
+    peer: &str,
+    fields: impl FnOnce(&R::Request) -> String,
+    run: impl FnOnce(R::Request) -> R::Reply,
+) -> Vec<u8>
 where
     R::Reply: Outcome,
 {
     match R::decode_request(body) {
         Ok(req) => {
+            let lines = super::log::rpc_lines();
+            if lines {
+                info!("{} request: {}", R::NAME, fields(&req));
+            }
             let started = Instant::now();
             let reply = run(req);
-            if super::log::rpc_lines() {
+            if lines {
                 let us = started.elapsed().as_micros() as u64;
                 info!("{}", rpc_line::response(R::NAME, &reply, us));
             }

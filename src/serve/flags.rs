@@ -22,7 +22,7 @@
 //! | `metrics_host`, `metrics_port` | `0.0.0.0`, `9003` | Prometheus `/metrics` (and `/health`) |
 //! | `default_kv_lease_ttl` | `10000` | read lease, ms, or with a suffix `ms`, `s`, `m`, `h` |
 //! | `client_active_ttl_sec`, `client_suspicion_ttl_sec`, `client_ttl` | 10, 20 | liveness TTLs (see `config`) |
-//! | `vmodule` | — | `scoped_vlog_timer=1` (or more) logs every RPC with its latency, as upstream |
+//! | `vmodule` | — | `scoped_vlog_timer=1` (or more) logs every RPC with its latency, as upstream; `monitor=1` logs every monitor tick |
 //! | `max_request_bytes` (serve's own) | `67108864` | larger frames close the connection |
 //!
 //! `offboarding_mode` defaults to `async` here (the offboarding workers), unless given.
@@ -55,6 +55,8 @@ pub struct ServeOptions {
     pub default_kv_lease_ttl_ms: u64,
     /// Log every RPC (`--vmodule=scoped_vlog_timer=1`).
     pub rpc_lines: bool,
+    /// Log every monitor tick (`--vmodule=monitor=1`).
+    pub tick_lines: bool,
     /// Frames larger than this close the connection.
     pub max_request_bytes: u64,
     /// The resolved liveness configuration.
@@ -70,6 +72,8 @@ pub enum Parsed {
     Run(Box<ServeOptions>),
     /// Print [`HELP`] and exit.
     Help,
+    /// Print the version and exit (`--version`, as gflags answers it for the real master).
+    Version,
 }
 
 /// `serve --help`.
@@ -85,8 +89,9 @@ are accepted and named in a warning). Implemented:
   --default_kv_lease_ttl=10000 (ms, or 500ms / 10s / 1m / 1h)
   --client_active_ttl_sec=10 --client_suspicion_ttl_sec=20 (--client_ttl: deprecated alias)
   --config_path=master.yaml   (the same keys; flags on the command line win)
-  --vmodule=scoped_vlog_timer=1   (a log line per RPC)
+  --vmodule=scoped_vlog_timer=1,monitor=1   (a log line per RPC, per monitor tick)
   --max_request_bytes=67108864   (serve's own)
+  --help, --version
   and every key of `mooncake-liveness config` (e.g. --offboarding_mode=sync).";
 
 /// Flags `serve` implements beyond the liveness keys, with whether they take a value.
@@ -144,6 +149,10 @@ fn tokenize(args: &[String]) -> Result<BTreeMap<String, String>, String> {
         };
         if flag == "help" || flag == "helpfull" || flag == "helpshort" {
             out.insert("help".to_string(), "true".to_string());
+            continue;
+        }
+        if flag == "version" {
+            out.insert("version".to_string(), "true".to_string());
             continue;
         }
         let (name, value) = match flag.split_once('=') {
@@ -218,6 +227,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     if flags.contains_key("help") {
         return Ok(Parsed::Help);
     }
+    if flags.contains_key("version") {
+        return Ok(Parsed::Version);
+    }
     let mut file = match flags.get("config_path").filter(|p| !p.is_empty()) {
         Some(path) => Some(RawConfig::from_path(std::path::Path::new(path)).map_err(|e| e.to_string())?),
         None => None,
@@ -287,13 +299,17 @@ fn own_options(own: &BTreeMap<String, String>) -> Result<ServeOptions, String> {
         Some(v) => parse_num::<usize>("rpc_thread_num", v, "a thread count")?,
         None => 0,
     };
-    let rpc_lines = get("vmodule").is_some_and(|v| {
-        v.split(',').any(|m| {
-            m.split_once('=').is_some_and(|(module, level)| {
-                module == "scoped_vlog_timer" && level.parse::<i32>().is_ok_and(|l| l >= 1)
+    // glog's `--vmodule=module=level,...` (a module is a source file's base name).
+    let verbose = |name: &str| {
+        get("vmodule").is_some_and(|v| {
+            v.split(',').any(|m| {
+                m.split_once('=')
+                    .is_some_and(|(module, level)| module == name && level.parse::<i32>().is_ok_and(|l| l >= 1))
             })
         })
-    });
+    };
+    let rpc_lines = verbose("scoped_vlog_timer");
+    let tick_lines = verbose("monitor");
     Ok(ServeOptions {
         rpc_address: get("rpc_address").unwrap_or("0.0.0.0").to_string(),
         rpc_port,
@@ -306,6 +322,7 @@ fn own_options(own: &BTreeMap<String, String>) -> Result<ServeOptions, String> {
         metrics_port: port("metrics_port", 9003)?,
         default_kv_lease_ttl_ms: get("default_kv_lease_ttl").map_or(Ok(10_000), parse_lease)?,
         rpc_lines,
+        tick_lines,
         max_request_bytes: get("max_request_bytes").map_or(Ok(64 << 20), |v| {
             parse_num::<u64>("max_request_bytes", v, "bytes").and_then(|n| {
                 if n >= 1024 {
@@ -329,6 +346,7 @@ mod tests {
         match parse(&args)? {
             Parsed::Run(o) => Ok(*o),
             Parsed::Help => Err("help".into()),
+            Parsed::Version => Err("version".into()),
         }
     }
 
@@ -342,14 +360,14 @@ mod tests {
             "--http_metadata_server_port=18081",
             "--http_metadata_server_host=192.0.2.1",
             "--metrics_port=19004",
-            "--vmodule=scoped_vlog_timer=1",
+            "--vmodule=scoped_vlog_timer=1,monitor=1",
         ])
         .unwrap();
         assert_eq!(
             (o.rpc_port, o.http_metadata_server_port, o.metrics_port),
             (50052, 18081, 19004)
         );
-        assert!(o.enable_http_metadata_server && o.rpc_lines);
+        assert!(o.enable_http_metadata_server && o.rpc_lines && o.tick_lines);
         assert_eq!(o.http_metadata_server_host, "192.0.2.1");
         assert_eq!(o.liveness.active_ttl_ms, 2_000);
         assert_eq!(
@@ -392,6 +410,11 @@ mod tests {
                 == crate::config::OffboardingMode::Sync
         );
         assert!(matches!(parse(&["--help".to_string()]), Ok(Parsed::Help)));
+        // `--version` prints and exits, as the real master's does, instead of serving.
+        assert!(matches!(
+            parse(&["--rpc_port=1".to_string(), "--version".to_string()]),
+            Ok(Parsed::Version)
+        ));
     }
 
     #[test]

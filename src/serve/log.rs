@@ -1,9 +1,12 @@
 //! `serve`'s log: one line per event on stderr, in glog's layout so that what reads the real
-//! master's log reads ours (`I1204 21:04:47.175064  2418 file.rs:42] message`, the number being
-//! the writing thread's OS id, as glog writes it; glog prints local time, this prints UTC: the
-//! same on the hosts this runs on, whose zone is UTC). A per-RPC request line and its response
-//! line come from the one thread that ran the handler, as upstream's `ScopedVLogTimer` writes
-//! them, so a reader pairs them by thread id.
+//! master's log reads ours (`I1204 21:04:47.175064  2418 file.rs:42] message`: the time, the
+//! id of the thread that wrote it, as glog prints them; glog prints local time, this prints
+//! UTC: the same on the hosts this runs on, whose zone is UTC).
+//!
+//! A line is stamped when it is written, except an event of the master's ([`line_at`]): the
+//! monitor thread writes those after its tick, whichever thread produced them (a Ping's
+//! recovery, an offboarding worker's completion), so each is stamped with the time the master
+//! recorded it (its `at_ms`, to the millisecond, through [`WallClock`]).
 //!
 //! Liveness lines carry upstream's RFC action names (`client_liveness_suspected`,
 //! `client_liveness_recovered`, `client_liveness_offline`, `client_offboarding_retry`,
@@ -17,7 +20,7 @@
 
 use crate::sync::{AtomicBool, Ordering};
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 static RPC_LINES: AtomicBool = AtomicBool::new(false);
 
@@ -42,34 +45,88 @@ pub(crate) enum Level {
     Error,
 }
 
-/// Writes one line (use the [`glog!`](crate::serve::log) macros: they add file and line).
+/// Writes one line stamped now (use the macros: they add file and line).
 pub(crate) fn line(level: Level, file: &str, line: u32, msg: std::fmt::Arguments<'_>) {
+    line_at(SystemTime::now(), level, file, line, msg);
+}
+
+/// Writes one line stamped `at` (the [`event!`] macro: an event of the master's, written after
+/// it happened).
+pub(crate) fn line_at(at: SystemTime, level: Level, file: &str, line: u32, msg: std::fmt::Arguments<'_>) {
     let letter = match level {
         Level::Info => 'I',
         Level::Warn => 'W',
         Level::Error => 'E',
     };
     let file = file.rsplit('/').next().unwrap_or(file);
-    let text = format!(
-        "{letter}{} {:>5} {file}:{line}] {msg}\n",
-        stamp(SystemTime::now()),
-        THREAD_ID.with(|id| *id)
-    );
+    let text = format!("{letter}{} {:>5} {file}:{line}] {msg}\n", stamp(at), thread_id());
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-thread_local! {
-    /// This thread's OS id (glog's thread field), read once per thread.
-    static THREAD_ID: u32 = os_thread_id();
+/// The master's clock on the wall clock: turns a master event's `at_ms` (milliseconds of the
+/// master's [`SystemClock`](crate::clock::SystemClock)) or an [`Instant`] into the time to stamp
+/// a line with. One pairing of the monotonic and the wall clock, taken once: two reads a
+/// preemption apart would shift every stamp by the preemption, so the pair is read until both
+/// reads fall within [`PAIRING`] of each other.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WallClock {
+    at: Instant,
+    wall: SystemTime,
+    epoch: Instant,
 }
 
-/// The calling thread's OS id, from `/proc/thread-self` (`<pid>/task/<tid>`); the process id
-/// where that link cannot be read (not Linux).
-fn os_thread_id() -> u32 {
+/// The widest gap accepted between the monotonic reads around the wall read of a pairing.
+const PAIRING: Duration = Duration::from_micros(200);
+
+impl WallClock {
+    /// The wall clock of a master clock counting from `epoch` (its millisecond 0).
+    pub(crate) fn new(epoch: Instant) -> Self {
+        let mut best: Option<(Duration, Instant, SystemTime)> = None;
+        for _ in 0..100 {
+            let before = Instant::now();
+            let wall = SystemTime::now();
+            let gap = before.elapsed();
+            if best.is_none_or(|(g, _, _)| gap < g) {
+                best = Some((gap, before + gap / 2, wall));
+            }
+            if gap <= PAIRING {
+                break;
+            }
+        }
+        let (_, at, wall) = best.unwrap_or_else(|| (Duration::ZERO, Instant::now(), SystemTime::now()));
+        Self { at, wall, epoch }
+    }
+
+    /// The wall time of `instant`.
+    pub(crate) fn of(self, instant: Instant) -> SystemTime {
+        match instant.checked_duration_since(self.at) {
+            Some(d) => self.wall + d,
+            None => self.wall - self.at.duration_since(instant),
+        }
+    }
+
+    /// The wall time of the master clock's millisecond `at_ms`.
+    pub(crate) fn at(self, at_ms: u64) -> SystemTime {
+        self.of(self.epoch + Duration::from_millis(at_ms))
+    }
+}
+
+thread_local! {
+    static THREAD_ID: u64 = os_thread_id();
+}
+
+/// The id glog prints: the kernel's id of the calling thread (read once per thread).
+fn thread_id() -> u64 {
+    THREAD_ID.with(|id| *id)
+}
+
+/// The kernel's thread id (`/proc/thread-self` links to `<pid>/task/<tid>`; no `unsafe`
+/// `gettid` call); the process id where that link does not exist.
+fn os_thread_id() -> u64 {
     std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|p| p.file_name()?.to_str()?.parse().ok())
-        .unwrap_or_else(std::process::id)
+        .unwrap_or_else(|| u64::from(std::process::id()))
 }
 
 /// `MMDD HH:MM:SS.ffffff` in UTC.
@@ -107,6 +164,13 @@ macro_rules! info {
     };
 }
 
+/// A line about a master event, stamped when it happened: `event!(at, Level::Info, "...")`.
+macro_rules! event {
+    ($at:expr, $level:expr, $($arg:tt)*) => {
+        $crate::serve::log::line_at($at, $level, file!(), line!(), format_args!($($arg)*))
+    };
+}
+
 /// A warning line.
 macro_rules! warning {
     ($($arg:tt)*) => {
@@ -121,12 +185,11 @@ macro_rules! error {
     };
 }
 
-pub(crate) use {error, info, warning};
+pub(crate) use {error, event, info, warning};
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn stamps_are_glog_shaped_utc() {
@@ -139,12 +202,26 @@ mod tests {
     }
 
     #[test]
-    fn each_thread_logs_its_own_id() {
-        let here = THREAD_ID.with(|id| *id);
-        let there = std::thread::spawn(|| THREAD_ID.with(|id| *id)).join().expect("thread");
-        assert_ne!(here, there);
-        if cfg!(target_os = "linux") {
-            assert_ne!(there, std::process::id(), "a spawned thread's id is not the process id");
-        }
+    fn lines_carry_the_kernel_thread_id_as_glog_does() {
+        let main = thread_id();
+        let other = std::thread::spawn(thread_id).join().unwrap();
+        assert_ne!(main, other, "each thread has its own id");
+        assert_ne!(
+            other,
+            u64::from(std::process::id()),
+            "a spawned thread's id is not the process id"
+        );
+    }
+
+    #[test]
+    fn an_event_is_stamped_at_its_own_millisecond() {
+        let epoch = Instant::now();
+        let w = WallClock::new(epoch);
+        let zero = w.at(0);
+        assert_eq!(w.at(1500).duration_since(zero).unwrap(), Duration::from_millis(1500));
+        assert_eq!(w.of(epoch + Duration::from_millis(7)), w.at(7));
+        // The pairing is read now: millisecond 0 of a clock started now is now on the wall.
+        let off = SystemTime::now().duration_since(zero).unwrap_or_default();
+        assert!(off < Duration::from_secs(1), "{off:?}");
     }
 }

@@ -36,10 +36,6 @@ impl State {
     /// Ping: the master's lock-free Ping. `view_version_id` is 0, as a master without HA answers.
     pub(crate) fn ping(&self, client: Uuid) -> Expected<PingResponse> {
         let name = name_of(&client);
-        if super::log::rpc_lines() {
-            // The real master's line (`--vmodule=scoped_vlog_timer=1`), which harnesses read.
-            info!("Ping request: client_id={name}");
-        }
         let client_status = match self.master.ping(&name) {
             PingStatus::Ok => ClientStatus::OK,
             PingStatus::NeedRemount => ClientStatus::NEED_REMOUNT,
@@ -84,18 +80,11 @@ impl State {
     /// MountSegment.
     pub(crate) fn mount(&self, (seg, client): (Segment, Uuid)) -> Expected<()> {
         let (cname, sname) = (name_of(&client), name_of(&seg.id));
-        if super::log::rpc_lines() {
-            // Upstream's request line (`rpc_service.cpp:931-933` at 3b5a59413): no client id.
-            info!(
-                "MountSegment request: base={}, size={}, segment_name={}, id={sname}",
-                seg.base, seg.size, seg.name
-            );
-        }
         let fresh = self.install_spaces(std::slice::from_ref(&seg))?;
         if let Err(e) = self.master.mount(&cname, &sname, seg.size) {
             self.retire_all(&fresh);
             info!(
-                "client_id={cname}, segment_name={}, error={e}, action=mount_segment_refused",
+                "client_id={cname}, action=mount_segment_refused, segment_name={}, error={e}",
                 seg.name
             );
             return Err(error_code(e));
@@ -110,12 +99,6 @@ impl State {
     /// ReMountSegment: all or nothing, as the master's ReMount.
     pub(crate) fn remount(&self, (segments, client): (Vec<Segment>, Uuid)) -> Expected<()> {
         let cname = name_of(&client);
-        if super::log::rpc_lines() {
-            info!(
-                "ReMountSegment request: segments_count={}, client_id={cname}",
-                segments.len()
-            );
-        }
         let fresh = self.install_spaces(&segments)?;
         let specs: Vec<SegmentSpec> = segments
             .iter()
@@ -127,12 +110,12 @@ impl State {
         if let Err(e) = self.master.remount(&cname, &specs) {
             self.retire_all(&fresh);
             info!(
-                "client_id={cname}, segments={}, error={e}, action=remount_refused",
+                "client_id={cname}, action=remount_refused, segments={}, error={e}",
                 segments.len()
             );
             return Err(error_code(e));
         }
-        info!("client_id={cname}, segments={}, action=remount_segment", segments.len());
+        info!("client_id={cname}, action=remount_segment, segments={}", segments.len());
         Ok(())
     }
 
@@ -140,16 +123,13 @@ impl State {
     /// records of its keys are freed by the next reconcile, their placements void already).
     pub(crate) fn unmount(&self, (segment, client): (Uuid, Uuid)) -> Expected<()> {
         let (cname, sname) = (name_of(&client), name_of(&segment));
-        if super::log::rpc_lines() {
-            info!("UnmountSegment request: segment_id={sname}, client_id={cname}");
-        }
         self.master.unmount(&cname, &sname).map_err(error_code)?;
         let endpoint = self
             .spaces
             .retire(&sname)
             .map(|s| s.endpoint.clone())
             .unwrap_or_default();
-        info!("client_id={cname}, segment_name={endpoint}, segment_id={sname}, action=unmount_segment");
+        info!("client_id={cname}, action=unmount_segment, segment_name={endpoint}, segment_id={sname}");
         Ok(())
     }
 

@@ -61,6 +61,10 @@ pub fn main(args: &[String]) -> i32 {
             println!("{HELP}");
             0
         }
+        Ok(Parsed::Version) => {
+            println!("mooncake-liveness serve version {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
         Ok(Parsed::Run(options)) => match run(*options) {
             Ok(()) => 0,
             Err(e) => {
@@ -97,9 +101,11 @@ pub fn run(o: ServeOptions) -> Result<(), String> {
     if metrics::set_global_recorder(recorder).is_err() {
         warning!("a metrics recorder was installed already; /metrics shows only what it records");
     }
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let system = SystemClock::new();
+    let wall = log::WallClock::new(system.epoch());
+    let clock: Arc<dyn Clock> = Arc::new(system);
     let master = Master::new(clock, o.liveness.clone(), MasterOptions::default());
-    let state = Arc::new(State::new(master, o.default_kv_lease_ttl_ms));
+    let state = Arc::new(State::new(master, o.default_kv_lease_ttl_ms, wall));
     let threads = if o.rpc_thread_num == 0 {
         crate::sync::cpus()
     } else {
@@ -129,7 +135,7 @@ pub fn run(o: ServeOptions) -> Result<(), String> {
             tokio::spawn(http::serve(l, http::Site::Metadata(state.metadata.clone()), stop.clone()));
         }
         tokio::spawn(conn::serve(rpc, state.clone(), o.max_request_bytes, stop.clone()));
-        let monitor = monitor::MonitorThread::spawn(state.clone()).map_err(|e| format!("cannot start the monitor: {e}"))?;
+        let monitor = monitor::MonitorThread::spawn(state.clone(), o.tick_lines).map_err(|e| format!("cannot start the monitor: {e}"))?;
         let c = &o.liveness;
         info!(
             "action=serve_started, rpc={}, metrics={}, http_metadata={http_metadata}, rpc_thread_num={threads}, active_ttl_ms={}, suspicion_ttl_ms={}, monitor_tick_ms={}, offboarding_mode={:?}, lease_ms={}",

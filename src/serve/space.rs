@@ -75,8 +75,14 @@ pub(crate) fn charged_bytes(size: u64) -> u64 {
 pub(crate) struct SegmentSpace {
     /// The segment's name in the reference master (its UUID, `first-second`).
     pub(crate) name: String,
-    /// The client's name for it: its transport endpoint (`ip:port`), what descriptors carry.
+    /// The client's name for it (`segment_name`, its `ip:port`: what logs and the capacity
+    /// metric name it by).
     pub(crate) endpoint: String,
+    /// Where the client's transfer engine takes transfers (`te_endpoint`): what replica
+    /// descriptors carry, as upstream's allocator is given it (`mooncake-store/src/segment.cpp`
+    /// `MountSegment`, 3b5a594:196). The segment's name with the HTTP metadata server; the
+    /// engine's own P2P address with the P2P handshake.
+    pub(crate) te_endpoint: String,
     /// Transport protocol.
     pub(crate) protocol: String,
     /// First byte's address in the client.
@@ -93,6 +99,7 @@ impl std::fmt::Debug for SegmentSpace {
         f.debug_struct("SegmentSpace")
             .field("name", &self.name)
             .field("endpoint", &self.endpoint)
+            .field("te_endpoint", &self.te_endpoint)
             .field("base", &self.base)
             .field("size", &self.size)
             .finish_non_exhaustive()
@@ -153,6 +160,7 @@ impl SegmentSpace {
         Some(Self {
             name,
             endpoint: seg.name.clone(),
+            te_endpoint: seg.te_endpoint.clone(),
             protocol: seg.protocol.clone(),
             base: seg.base,
             size: seg.size,
@@ -175,9 +183,12 @@ impl SegmentSpace {
         self.index().iter().cloned().collect()
     }
 
-    /// Does this space describe `seg` (same base, size and endpoint)?
+    /// Does this space describe `seg` (same base, size, name and transfer endpoint)?
     pub(crate) fn matches(&self, seg: &WireSegment) -> bool {
-        self.base == seg.base && self.size == seg.size && self.endpoint == seg.name
+        self.base == seg.base
+            && self.size == seg.size
+            && self.endpoint == seg.name
+            && self.te_endpoint == seg.te_endpoint
     }
 
     /// Allocates `size` bytes for `key`; `None` when no free range is large enough (or it is

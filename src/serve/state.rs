@@ -12,6 +12,7 @@
 //!   same form; the segment's transport endpoint and base live in its [`SegmentSpace`].
 //! - Replica ids come from one counter, as upstream's (a fresh master starts again at 1).
 
+use super::log::WallClock;
 use super::metadata::MetadataStore;
 use super::objects::Objects;
 use super::space::{SegmentSpace, Spaces};
@@ -33,14 +34,17 @@ pub(crate) struct State {
     pub(crate) metadata: Arc<MetadataStore>,
     /// The read lease GetReplicaList grants, ms.
     pub(crate) lease_ms: u64,
+    /// The master's clock on the wall clock (the log stamps each master event with it).
+    pub(crate) wall: WallClock,
     next_replica: AtomicU64,
 }
 
 impl State {
-    /// State around `master`.
-    pub(crate) fn new(master: Master, lease_ms: u64) -> Self {
+    /// State around `master`, whose clock's epoch is `wall`.
+    pub(crate) fn new(master: Master, lease_ms: u64, wall: WallClock) -> Self {
         Self {
             master,
+            wall,
             spaces: Spaces::default(),
             objects: Objects::default(),
             metadata: Arc::new(MetadataStore::default()),

@@ -81,6 +81,13 @@ impl Default for SystemClock {
     }
 }
 
+impl SystemClock {
+    /// The instant this clock counts from (its millisecond 0).
+    pub fn epoch(&self) -> Instant {
+        self.start
+    }
+}
+
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
