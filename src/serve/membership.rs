@@ -124,6 +124,7 @@ impl State {
     pub(crate) fn unmount(&self, (segment, client): (Uuid, Uuid)) -> Expected<()> {
         let (cname, sname) = (name_of(&client), name_of(&segment));
         self.master.unmount(&cname, &sname).map_err(error_code)?;
+        self.note_drops();
         let endpoint = self
             .spaces
             .retire(&sname)

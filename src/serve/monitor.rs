@@ -3,8 +3,10 @@
 //! logs every event the master recorded since the last tick (transitions, stalls, brakes,
 //! offboarding retries and completions, whichever thread produced them, each stamped with the
 //! time it happened), and every [`RECONCILE_EVERY`] retires the address spaces of segments the
-//! master dropped and frees the placements no object backs any more (see
-//! [`Objects`](super::objects)).
+//! master dropped and, when the master dropped replicas on its own since the last walk (an
+//! unmount, an offboarding's completion, which this thread reads among the events), frees the
+//! placements no object backs any more (see [`Objects`](super::objects),
+//! [`State::reconcile`]).
 //!
 //! Schedule: it logs `action=client_monitor_started` as it starts, and ticks on a grid from
 //! then, one tick every `monitor_tick_ms` (the work of a tick does not delay the next). A tick
@@ -146,12 +148,16 @@ fn log_events(state: &State) {
                     t.cause
                 );
             }
-            MasterEvent::Offboarded { client, incarnation, attempts, at_ms } => event!(
-                wall.at(at_ms),
-                Level::Info,
-                "client_id={}, action=client_offboarding_complete, incarnation={incarnation}, attempts={attempts}",
-                state.master.client_name(client)
-            ),
+            MasterEvent::Offboarded { client, incarnation, attempts, at_ms } => {
+                // The job dropped the client's replicas: the next reconcile walks every space.
+                state.note_drops();
+                event!(
+                    wall.at(at_ms),
+                    Level::Info,
+                    "client_id={}, action=client_offboarding_complete, incarnation={incarnation}, attempts={attempts}",
+                    state.master.client_name(client)
+                )
+            }
             MasterEvent::OffboardingRetry { client, incarnation, step, attempt, at_ms } => event!(
                 wall.at(at_ms),
                 Level::Warn,

@@ -9,7 +9,10 @@
 //!   master's own locks (inside its calls) → a space's allocator (leaf). Nothing takes a
 //!   stripe while holding any of those, and no request holds two stripes.
 //! - The master also drops objects on its own (eviction inside a Put, offboarding of an
-//!   Offline client, an unmounted segment). Their placements go stale; a reconcile of a segment
+//!   Offline client, an unmounted segment). Their placements go stale until a reconcile: of
+//!   every segment after an unmount or an offboarding (`State::reconcile`, from the monitor
+//!   thread), of one segment when a Put finds it full (the master evicted to make room, and
+//!   that is where room is wanted). A reconcile of a segment
 //!   (`State::reconcile_space`) takes the keys placed in it, keeps those the master still lists
 //!   on that segment, and for each other one frees the placement through
 //!   [`Objects::drop_unbacked`], which asks the master again under the key's stripe. A Put

@@ -11,13 +11,19 @@
 //!   Mooncake prints it (`first-second`, what the client logs), and a segment by its id in the
 //!   same form; the segment's transport endpoint and base live in its [`SegmentSpace`].
 //! - Replica ids come from one counter, as upstream's (a fresh master starts again at 1).
+//! - `drops` says the master may have dropped replicas on its own since the last full
+//!   reconcile: set (`Release`) by whoever learns of it after the drop is done — an Unmount
+//!   after the master's, the monitor when it reads an offboarding's completion — and taken
+//!   (`swap`, `AcqRel`) by the reconcile before it walks, so a drop that lands during a walk
+//!   sets it again for the next. Eviction inside a Put does not set it: a Put that finds its
+//!   space full reconciles that space itself (`data.rs`), the only space where room is wanted.
 
 use super::log::WallClock;
 use super::metadata::MetadataStore;
 use super::objects::Objects;
 use super::space::{SegmentSpace, Spaces};
 use crate::master::{Master, MasterError};
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 use mooncake_liveness_wire::enums::ErrorCode;
 use mooncake_liveness_wire::types::Uuid;
 
@@ -37,6 +43,7 @@ pub(crate) struct State {
     /// The master's clock on the wall clock (the log stamps each master event with it).
     pub(crate) wall: WallClock,
     next_replica: AtomicU64,
+    drops: AtomicBool,
 }
 
 impl State {
@@ -50,6 +57,7 @@ impl State {
             metadata: Arc::new(MetadataStore::default()),
             lease_ms,
             next_replica: AtomicU64::new(1),
+            drops: AtomicBool::new(false),
         }
     }
 
@@ -63,8 +71,17 @@ impl State {
         self.spaces.get(name)
     }
 
-    /// Retires the spaces of segments the master no longer has and frees their placements,
-    /// then reconciles every live space; returns (spaces retired, placements freed).
+    /// The master dropped replicas on its own (an unmount, an offboarding): the next
+    /// [`reconcile`](Self::reconcile) walks every space. Call after the drop is done.
+    pub(crate) fn note_drops(&self) {
+        // Release: pairs with the AcqRel swap in `reconcile`.
+        self.drops.store(true, Ordering::Release);
+    }
+
+    /// Retires the spaces of segments the master no longer has and frees their placements;
+    /// then, if a space was retired or the master dropped replicas on its own since the last
+    /// walk ([`note_drops`](Self::note_drops)), reconciles every live space. Costs one look at
+    /// the segment table when nothing was dropped. Returns (spaces retired, placements freed).
     pub(crate) fn reconcile(&self) -> (usize, usize) {
         let mounted: std::collections::HashSet<String> =
             self.master.segments().iter().map(|s| s.name.clone()).collect();
@@ -75,6 +92,11 @@ impl State {
                 s.endpoint,
                 s.name
             );
+        }
+        // AcqRel: sees every drop noted before it (Acquire), and a note after it is not lost.
+        let dropped = self.drops.swap(false, Ordering::AcqRel);
+        if retired.is_empty() && !dropped {
+            return (0, 0);
         }
         let spaces = retired
             .iter()
@@ -134,5 +156,72 @@ pub(crate) fn error_code(e: MasterError) -> ErrorCode {
         // `MasterError` is `#[non_exhaustive]` (another crate): a refusal this table does not
         // know yet goes out as the master's generic error, never as success.
         _ => ErrorCode::INTERNAL_ERROR,
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, SystemClock};
+    use crate::config::LivenessConfig;
+    use crate::master::MasterOptions;
+    use mooncake_liveness_wire::types::{ReplicateConfig, Segment};
+
+    fn state() -> State {
+        let system = SystemClock::new();
+        let wall = WallClock::new(system.epoch());
+        let clock: Arc<dyn Clock> = Arc::new(system);
+        let master = Master::new(clock, LivenessConfig::default(), MasterOptions::default());
+        State::new(master, 5_000, wall)
+    }
+
+    fn segment(n: u64) -> Segment {
+        Segment {
+            id: Uuid {
+                first: 1000 + n,
+                second: 0,
+            },
+            name: format!("127.0.0.1:{}", 20_000 + n),
+            base: n << 30,
+            size: 1 << 20,
+            te_endpoint: format!("127.0.0.1:{}", 30_000 + n),
+            protocol: "tcp".into(),
+            host_id: "127.0.0.1".into(),
+        }
+    }
+
+    fn one_replica() -> ReplicateConfig {
+        ReplicateConfig {
+            replica_num: 1,
+            nof_replica_num: 0,
+            dfs_replica_num: 0,
+            soft_pin_action: Default::default(),
+            soft_pin_ttl_ms: None,
+            with_hard_pin: false,
+            preferred_segments: vec![],
+            preferred_segment: String::new(),
+            preferred_nof_segments: vec![],
+            prefer_alloc_in_same_node: false,
+            data_type: Default::default(),
+            host_id: String::new(),
+            group_ids: None,
+        }
+    }
+
+    #[test]
+    fn the_reconcile_walks_only_after_the_master_dropped_something_on_its_own() {
+        let s = state();
+        let client = Uuid { first: 7, second: 7 };
+        s.mount((segment(1), client)).expect("mount");
+        s.put_start((client, "k".into(), 4096, one_replica(), "default".into()))
+            .expect("put");
+        assert_eq!(s.reconcile(), (0, 0), "nothing placed is stale");
+        // The master drops the object behind serve's back (as an offboarding's revoke would):
+        // until someone says so, the walk is skipped and the placement stays.
+        s.master.remove("k").expect("remove in the master");
+        assert_eq!(s.reconcile(), (0, 0), "no walk without a noted drop");
+        s.note_drops();
+        assert_eq!(s.reconcile(), (0, 1), "the noted drop frees the placement");
+        assert_eq!(s.reconcile(), (0, 0), "and the note is taken once");
     }
 }
