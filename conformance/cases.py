@@ -114,7 +114,12 @@ def partition(run, cut_s):
 
 def master_pause(run, pause_s, kill_first=False):
     """The master process is stopped (SIGSTOP) for ``pause_s``; the clients keep trying. With
-    ``kill_first``, V is killed 1.5 s before, so its deadline passes while the master is stopped."""
+    ``kill_first``, V is killed 1.5 s before, so its deadline passes while the master is stopped.
+
+    With ``kill_first`` the last probe comes active + suspicion after the resume: a master
+    without the stall brake takes V Offline a suspicion TTL after the resume, one with it (our
+    design credits the pause to V's deadline) up to an active TTL later; probed any earlier,
+    whether V is gone yet would depend on where V's last Ping fell, not on the design."""
     a, (v,), o = holders_stored(run)
     run.fault()
     if kill_first:
@@ -129,7 +134,7 @@ def master_pause(run, pause_s, kill_first=False):
     if kill_first:
         sleep_until(t1 + 1.3)
         run.probe("resumed", o)
-        sleep_until(t1 + SUSPICION_S + 1.3)
+        sleep_until(t1 + ACTIVE_S + SUSPICION_S + 1.3)
     else:
         sleep_until(t1 + ACTIVE_S + 1.3)
     run.probe("after", o)

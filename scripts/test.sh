@@ -8,9 +8,9 @@
 # embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate,
 # the C ABI (ffi crate tests, scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan,
 # the C++ example), the loom models in their own target dir, and the conformance harness
-# against both real masters (PyPI 0.3.13.post1 and 0.3.14, in a network namespace of its own;
-# 13 cases x 2 masters and the self-test: 7m46s warm on 2 cores, timed with `time
-# scripts/conformance.sh`; bounded by its own `timeout 660`), the wire crate's golden captures,
+# against both real masters (PyPI 0.3.13.post1 and 0.3.14, in a network namespace of its own)
+# and serve (13 cases x 3 masters and the self-test: 10m36s warm on 2 cores, timed with `time
+# scripts/conformance.sh`; bounded by its own `timeout 1200`), the wire crate's golden captures,
 # `serve` with the real client (scripts/serve_real.sh; ~1 min), and a smoke of the real-client
 # load driver against `serve` (scripts/realload.sh; ~20 s).
 # Installs what it needs. Warm (everything built), its steps took about 17 minutes on this 2-core
@@ -76,7 +76,7 @@ scripts/cpp.sh
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
 scripts/loom.sh
 
-step "conformance: our models against the real masters 0.3.13.post1 and 0.3.14 (docs/CONFORMANCE.md; ~8 min)"
+step "conformance: our models against the real masters 0.3.13.post1 and 0.3.14, and serve (docs/CONFORMANCE.md; ~11 min)"
 CONFORMANCE_OUT=target/CONFORMANCE.md scripts/conformance.sh
 
 step "serve: the real 0.3.13.post1 client against mooncake-liveness serve (namespace; ~1 min)"
