@@ -9,7 +9,7 @@
 use super::object::{Object, Replica, ReplicaKind};
 use super::segment::{AllocationStrategy, Segment, SegmentId, Segments};
 use super::shard::Shard;
-use super::{add_refund, lock, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
+use super::{add_refund, lock, Master, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
 use crate::eligibility::Purpose;
 use crate::liveness::ClientLivenessRecord;
 use crate::sync::{Arc, Ordering};
@@ -27,10 +27,10 @@ const MAX_EVICTIONS_PER_PUT: usize = 64;
 /// Below this many segments the random strategy shuffles them all; above, it samples.
 const SAMPLE_ABOVE: usize = 64;
 
-impl MasterCore {
-    /// PutStart for the default tenant; see [`MasterCore::put_for`].
+impl Master {
+    /// PutStart for the default tenant; see [`Master::put_for`].
     pub fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.put_for(DEFAULT_TENANT, key, size, replicas)
+        self.core.put(key, size, replicas)
     }
 
     /// PutStart: allocates `replicas` (1 to [`MAX_REPLICAS`]) replicas of `size` bytes on distinct serving segments,
@@ -45,14 +45,83 @@ impl MasterCore {
         size: u64,
         replicas: usize,
     ) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.put_start(None, tenant, key, size, replicas)
+        self.core.put_for(tenant, key, size, replicas)
     }
 
-    /// PutStart by a known writer: as [`MasterCore::put_for`], and the object remembers its
-    /// writer so that [`MasterCore::put_end_as`] / [`MasterCore::put_revoke_as`] can refuse
+    /// PutStart by a known writer: as [`Master::put_for`], and the object remembers its
+    /// writer so that [`Master::put_end_as`] / [`Master::put_revoke_as`] can refuse
     /// callbacks from anyone else. An unknown writer is `ILLEGAL_CLIENT`; an Offline one is
     /// `UNAVAILABLE_IN_CURRENT_STATUS`.
     pub fn put_as(
+        &self,
+        writer: &str,
+        tenant: &str,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.core.put_as(writer, tenant, key, size, replicas)
+    }
+
+    /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
+    /// liveness (invariant 11).
+    pub fn put_end(&self, key: &str) -> Result<(), MasterError> {
+        self.core.put_end(key)
+    }
+
+    /// PutRevoke: the writer abandoned the put; its allocations are released.
+    pub fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
+        self.core.put_revoke(key)
+    }
+
+    /// PutEnd from `client`: refused from an unknown (`ILLEGAL_CLIENT`) or Offline
+    /// (`UNAVAILABLE_IN_CURRENT_STATUS`) client and from anyone but the object's writer, if it
+    /// has one; accepted from a Suspected one (invariant 11).
+    pub fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+        self.core.put_end_as(client, key)
+    }
+
+    /// PutRevoke from `client`, with the same rules as [`Master::put_end_as`].
+    pub fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+        self.core.put_revoke_as(client, key)
+    }
+
+    /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
+    pub fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.core.get(key)
+    }
+
+    /// Admin descriptor query: like Get (it follows the serving rule and hides a Suspected
+    /// owner's replicas, decisions.md question 1) but changes nothing, not even recency.
+    pub fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.core.admin_replicas(key)
+    }
+
+    /// Remove: erases a key and releases its replicas.
+    pub fn remove(&self, key: &str) -> Result<(), MasterError> {
+        self.core.remove(key)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::put`].
+    pub(crate) fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.put_for(DEFAULT_TENANT, key, size, replicas)
+    }
+
+    /// The work behind [`Master::put_for`].
+    pub(crate) fn put_for(
+        &self,
+        tenant: &str,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.put_start(None, tenant, key, size, replicas)
+    }
+
+    /// The work behind [`Master::put_as`].
+    pub(crate) fn put_as(
         &self,
         writer: &str,
         tenant: &str,
@@ -196,26 +265,23 @@ impl MasterCore {
                 .all(|r| r.segment().is_some() && r.eligibility(seam).serves())
     }
 
-    /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
-    /// liveness (invariant 11).
-    pub fn put_end(&self, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_end`].
+    pub(crate) fn put_end(&self, key: &str) -> Result<(), MasterError> {
         self.put_callback(None, key, true)
     }
 
-    /// PutRevoke: the writer abandoned the put; its allocations are released.
-    pub fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_revoke`].
+    pub(crate) fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
         self.put_callback(None, key, false)
     }
 
-    /// PutEnd from `client`: refused from an unknown (`ILLEGAL_CLIENT`) or Offline
-    /// (`UNAVAILABLE_IN_CURRENT_STATUS`) client and from anyone but the object's writer, if it
-    /// has one; accepted from a Suspected one (invariant 11).
-    pub fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_end_as`].
+    pub(crate) fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
         self.put_callback(Some(client), key, true)
     }
 
-    /// PutRevoke from `client`, with the same rules as [`MasterCore::put_end_as`].
-    pub fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_revoke_as`].
+    pub(crate) fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
         self.put_callback(Some(client), key, false)
     }
 
@@ -246,17 +312,16 @@ impl MasterCore {
         Ok(())
     }
 
-    /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
-    pub fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+    /// The work behind [`Master::get`].
+    pub(crate) fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
         let mut shard = self.shards.lock_key(key);
         let out = self.readable(&shard, key)?;
         shard.touch(key, self.shards.next_touch());
         Ok(out)
     }
 
-    /// Admin descriptor query: like Get (it follows the serving rule and hides a Suspected
-    /// owner's replicas, decisions.md question 1) but changes nothing, not even recency.
-    pub fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+    /// The work behind [`Master::admin_replicas`].
+    pub(crate) fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
         let shard = self.shards.lock_key(key);
         self.readable(&shard, key)
     }
@@ -271,8 +336,8 @@ impl MasterCore {
         Ok(out)
     }
 
-    /// Remove: erases a key and releases its replicas.
-    pub fn remove(&self, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::remove`].
+    pub(crate) fn remove(&self, key: &str) -> Result<(), MasterError> {
         let mut shard = self.shards.lock_key(key);
         let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         if obj.replication_task.is_some() {

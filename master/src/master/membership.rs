@@ -11,7 +11,7 @@
 //! the registry are lock-free, the signal is one CAS loop on the word.
 
 use super::segment::{Lifecycle, Segment, Segments};
-use super::{lock, LocalDisk, MasterCore, MasterError};
+use super::{lock, LocalDisk, Master, MasterCore, MasterError};
 use crate::eligibility::Purpose;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, MountOutcome, PingStatus};
 use crate::sync::{Arc, CellArc};
@@ -62,16 +62,79 @@ fn add_segments(
     added
 }
 
-impl MasterCore {
+impl Master {
     /// MountSegment: a liveness signal when it succeeds (or the segment is already this client's).
     pub fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
-        self.mount_with_token(client, None, segment, size)
+        self.core.mount(client, segment, size)
     }
 
     /// MountSegment with the caller's incarnation token (decisions.md question 4): a token
     /// naming an incarnation that is not the current one is refused (`INVALID_PARAMS`, the
     /// client must mount without it to start a new incarnation).
     pub fn mount_with_token(
+        &self,
+        client: &str,
+        token: Option<Incarnation>,
+        segment: &str,
+        size: u64,
+    ) -> Result<(), MasterError> {
+        self.core.mount_with_token(client, token, segment, size)
+    }
+
+    /// ReMount after `NEED_REMOUNT`: re-announces `specs` (an empty list is valid) and makes the
+    /// incarnation ready. All-or-nothing: one invalid segment fails the whole call. Like
+    /// Mooncake's post-promotion ReMount, when a re-announced segment was restored from a
+    /// snapshot and not adopted yet, it then walks every metadata shard (one at a time,
+    /// [`Master::adoption_walk`]); the walk holds no lock a Ping or another client needs.
+    pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+        self.core.remount(client, specs)
+    }
+
+    /// The post-promotion adoption walk of `client`'s ReMount of `specs` (see
+    /// [`Master::remount`]); callable on its own (the load test's join storm runs it for
+    /// every joiner, as main's ReMount does after an HA promotion). Returns the replicas matched.
+    pub fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+        self.core.adoption_walk(client, specs)
+    }
+
+    /// MountLocalDiskSegment: registers the client's SSD; a liveness signal when it succeeds.
+    pub fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
+        self.core.mount_local_disk(client, capacity)
+    }
+
+    /// Ping: takes no lock (a lock-free name lookup, the lock-free registry, one CAS loop on the
+    /// word). An unknown name is `NEED_REMOUNT` and creates nothing.
+    pub fn ping(&self, client: &str) -> PingStatus {
+        self.core.ping(client)
+    }
+
+    /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
+    pub fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
+        self.core.ping_with_token(client, token)
+    }
+
+    /// Ping by client id, as Mooncake's Ping does (it carries the client's UUID): the same
+    /// answer as [`Master::ping_with_token`] for the name that [`Master::client_id`]
+    /// resolves to `id` (an id never interned answers `NEED_REMOUNT`), without the name lookup.
+    /// A driver that resolves a client's name once (`simulate`) pings with this. Lock-free.
+    pub fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
+        self.core.ping_id(id, token)
+    }
+
+    /// Voluntary unmount of one of the client's segments: its replicas and tasks go with it.
+    pub fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+        self.core.unmount(client, segment)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::mount`].
+    pub(crate) fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
+        self.mount_with_token(client, None, segment, size)
+    }
+
+    /// The work behind [`Master::mount_with_token`].
+    pub(crate) fn mount_with_token(
         &self,
         client: &str,
         token: Option<Incarnation>,
@@ -85,12 +148,8 @@ impl MasterCore {
         self.mount_segments(client, token, &specs, false)
     }
 
-    /// ReMount after `NEED_REMOUNT`: re-announces `specs` (an empty list is valid) and makes the
-    /// incarnation ready. All-or-nothing: one invalid segment fails the whole call. Like
-    /// Mooncake's post-promotion ReMount, when a re-announced segment was restored from a
-    /// snapshot and not adopted yet, it then walks every metadata shard (one at a time,
-    /// [`MasterCore::adoption_walk`]); the walk holds no lock a Ping or another client needs.
-    pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+    /// The work behind [`Master::remount`].
+    pub(crate) fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
         self.mount_segments(client, None, specs, true)?;
         let adopt = {
             let segments = self.segments();
@@ -105,10 +164,8 @@ impl MasterCore {
         Ok(())
     }
 
-    /// The post-promotion adoption walk of `client`'s ReMount of `specs` (see
-    /// [`MasterCore::remount`]); callable on its own (the load test's join storm runs it for
-    /// every joiner, as main's ReMount does after an HA promotion). Returns the replicas matched.
-    pub fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+    /// The work behind [`Master::adoption_walk`].
+    pub(crate) fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
         self.names.lookup(client).map_or(0, |id| self.reconcile_walk(id, specs))
     }
 
@@ -260,8 +317,8 @@ impl MasterCore {
         matched
     }
 
-    /// MountLocalDiskSegment: registers the client's SSD; a liveness signal when it succeeds.
-    pub fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
+    /// The work behind [`Master::mount_local_disk`].
+    pub(crate) fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
         if capacity == 0 {
             return Err(MasterError::InvalidParams);
         }
@@ -310,32 +367,28 @@ impl MasterCore {
         result
     }
 
-    /// Ping: takes no lock (a lock-free name lookup, the lock-free registry, one CAS loop on the
-    /// word). An unknown name is `NEED_REMOUNT` and creates nothing.
-    pub fn ping(&self, client: &str) -> PingStatus {
+    /// The work behind [`Master::ping`].
+    pub(crate) fn ping(&self, client: &str) -> PingStatus {
         self.ping_with_token(client, None)
     }
 
-    /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
-    pub fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
+    /// The work behind [`Master::ping_with_token`].
+    pub(crate) fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
         match self.names.lookup(client) {
             Some(id) => self.ping_id(id, token),
             None => PingStatus::NeedRemount,
         }
     }
 
-    /// Ping by client id, as Mooncake's Ping does (it carries the client's UUID): the same
-    /// answer as [`MasterCore::ping_with_token`] for the name that [`MasterCore::client_id`]
-    /// resolves to `id` (an id never interned answers `NEED_REMOUNT`), without the name lookup.
-    /// A driver that resolves a client's name once (`simulate`) pings with this. Lock-free.
-    pub fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
+    /// The work behind [`Master::ping_id`].
+    pub(crate) fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
         let out = self.live.ping(id, token);
         self.push_transition(out.recovered);
         out.status
     }
 
-    /// Voluntary unmount of one of the client's segments: its replicas and tasks go with it.
-    pub fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::unmount`].
+    pub(crate) fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
         let _stripe = self.stripe(client);
         let _gate = self.gate_shared();
         let seg = self

@@ -14,10 +14,12 @@
 //!
 //! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the tables), `external` (the
 //! external metadata store), `events` (what the master hands out) and `error` import no path;
-//! `quota` (per-tenant accounting) and `stats` (counters and gauges) add methods to
-//! [`MasterCore`] over one leaf lock each; `options` holds [`MasterOptions`].
-//! This file owns the [`Master`] / [`MasterCore`] pair, the lock table below and the accessors;
-//! it may not hold a path's logic (each path lives in its module).
+//! `quota` (per-tenant accounting) and `stats` (counters and gauges) add methods to the
+//! master's core over one leaf lock each; `options` holds [`MasterOptions`].
+//! This file owns the [`Master`] / `MasterCore` pair, the lock table below and the accessors;
+//! it may not hold a path's logic (each path lives in its module). [`Master`] is the only door:
+//! each module that holds a path also holds that path's public method on [`Master`], which hands
+//! the call to the core (`MasterCore`, crate-private, shared with the offboarding workers).
 //!
 //! # Ownership and locks
 //!
@@ -167,18 +169,11 @@ impl LocalDisk {
     }
 }
 
-/// The reference master: the shared state ([`MasterCore`], where every request path lives)
-/// plus, in asynchronous mode, the offboarding workers it started. Dropping it stops them.
+/// The reference master: the shared state (`MasterCore`, where every request path does its
+/// work) plus, in asynchronous mode, the offboarding workers it started. Dropping it stops them.
 #[derive(Debug)]
 pub struct Master {
     core: Arc<MasterCore>,
-}
-
-impl std::ops::Deref for Master {
-    type Target = MasterCore;
-    fn deref(&self) -> &MasterCore {
-        &self.core
-    }
 }
 
 impl Drop for Master {
@@ -189,9 +184,10 @@ impl Drop for Master {
     }
 }
 
-/// Every request path of the master (reached through [`Master`]).
+/// The master's shared state and the work behind every request path; only [`Master`] (and
+/// the offboarding workers it starts) reach it.
 #[derive(Debug)]
-pub struct MasterCore {
+pub(crate) struct MasterCore {
     live: Arc<Liveness>,
     monitor: Mutex<Monitor>,
     tick_ms: u64,
@@ -275,7 +271,7 @@ impl Master {
     }
 
     /// Switches who runs offboarding jobs: `true` collects them for an embedder's executor
-    /// ([`MasterCore::take_jobs`]), `false` runs them inline at the tick. Jobs already collected
+    /// ([`Master::take_jobs`]), `false` runs them inline at the tick. Jobs already collected
     /// or parked are kept, never dropped.
     pub fn hand_jobs_to_executor(&self, on: bool) {
         let driver = if on {
@@ -297,6 +293,105 @@ impl Master {
     /// many were handed back.
     pub fn shutdown_offboarding(&self) -> usize {
         self.core.stop_offboarding_workers()
+    }
+}
+
+impl Master {
+    /// The liveness core.
+    pub fn liveness(&self) -> &Liveness {
+        self.core.liveness()
+    }
+
+    /// The monitor (locked: a tick waits for the caller).
+    pub fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
+        self.core.monitor()
+    }
+
+    /// The monitor's tick, ms.
+    pub fn tick_ms(&self) -> u64 {
+        self.core.tick_ms()
+    }
+
+    /// Runs one monitor tick at the clock's time, then offboarding: retries that are due, then
+    /// the jobs this tick minted (first attempt at the committing tick, inline or handed to the
+    /// workers). Ticks from two threads at once run one after the other.
+    pub fn tick(&self) {
+        self.core.tick()
+    }
+
+    /// A shared handle on the liveness core (Ping handlers may use it without the master; their
+    /// recoveries are counted in [`Master::stats`] all the same).
+    pub fn liveness_handle(&self) -> Arc<Liveness> {
+        self.core.liveness_handle()
+    }
+
+    /// Takes the events produced since the last call, in the order they happened (each
+    /// thread's in its order). The log is bounded (`MasterOptions::event_log_capacity`): beyond
+    /// it the oldest events are dropped and counted in [`Stats`](crate::telemetry::Stats).
+    pub fn take_events(&self) -> Vec<MasterEvent> {
+        self.core.take_events()
+    }
+
+    /// The id of client `name`, if a mount of it ever succeeded. Lock-free; creates nothing.
+    pub fn client_id(&self, name: &str) -> Option<ClientId> {
+        self.core.client_id(name)
+    }
+
+    /// The id of client `name` if it was ever interned (same as [`Master::client_id`]).
+    pub fn known_client_id(&self, name: &str) -> Option<ClientId> {
+        self.core.known_client_id(name)
+    }
+
+    /// The name of client `id`.
+    pub fn client_name(&self, id: ClientId) -> String {
+        self.core.client_name(id)
+    }
+
+    /// The current incarnation of client `name` (the token decisions.md question 4 promises:
+    /// pass it to [`Master::ping_with_token`] / [`Master::mount_with_token`]).
+    pub fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
+        self.core.incarnation_of(name)
+    }
+
+    /// The segment table (read-locked: release it before calling back into the master).
+    pub fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
+        self.core.segments()
+    }
+
+    /// The metadata shards.
+    pub fn shards(&self) -> &Shards {
+        self.core.shards()
+    }
+
+    /// A copy of every object, by key (diagnostics and tests: O(objects), one shard lock at a
+    /// time, so under concurrent writes it is a per-shard cut).
+    pub fn objects(&self) -> BTreeMap<String, Object> {
+        self.core.objects()
+    }
+
+    /// A copy of `key`'s object.
+    pub fn object(&self, key: &str) -> Option<Object> {
+        self.core.object(key)
+    }
+
+    /// The tasks (locked).
+    pub fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
+        self.core.tasks()
+    }
+
+    /// LocalDisk registrations (locked).
+    pub fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
+        self.core.local_disks()
+    }
+
+    /// The external metadata store (locked).
+    pub fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
+        self.core.external_metadata()
+    }
+
+    /// The NoF segments (locked).
+    pub fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
+        self.core.nof()
     }
 }
 
@@ -331,25 +426,23 @@ impl MasterCore {
         }
     }
 
-    /// The liveness core.
-    pub fn liveness(&self) -> &Liveness {
+    /// The work behind [`Master::liveness`].
+    pub(crate) fn liveness(&self) -> &Liveness {
         &self.live
     }
 
-    /// The monitor (locked: a tick waits for the caller).
-    pub fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
+    /// The work behind [`Master::monitor`].
+    pub(crate) fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
         lock(&self.monitor)
     }
 
-    /// The monitor's tick, ms.
-    pub fn tick_ms(&self) -> u64 {
+    /// The work behind [`Master::tick_ms`].
+    pub(crate) fn tick_ms(&self) -> u64 {
         self.tick_ms
     }
 
-    /// Runs one monitor tick at the clock's time, then offboarding: retries that are due, then
-    /// the jobs this tick minted (first attempt at the committing tick, inline or handed to the
-    /// workers). Ticks from two threads at once run one after the other.
-    pub fn tick(&self) {
+    /// The work behind [`Master::tick`].
+    pub(crate) fn tick(&self) {
         let report = lock(&self.monitor).tick(&self.live);
         for ev in report.events {
             self.record(MasterEvent::Liveness(ev));
@@ -358,43 +451,39 @@ impl MasterCore {
         self.publish_gauges();
     }
 
-    /// A shared handle on the liveness core (Ping handlers may use it without the master; their
-    /// recoveries are counted in [`MasterCore::stats`] all the same).
-    pub fn liveness_handle(&self) -> Arc<Liveness> {
+    /// The work behind [`Master::liveness_handle`].
+    pub(crate) fn liveness_handle(&self) -> Arc<Liveness> {
         self.live.clone()
     }
 
-    /// Takes the events produced since the last call, in the order they happened (each
-    /// thread's in its order). The log is bounded (`MasterOptions::event_log_capacity`): beyond
-    /// it the oldest events are dropped and counted in [`Stats`](crate::telemetry::Stats).
-    pub fn take_events(&self) -> Vec<MasterEvent> {
+    /// The work behind [`Master::take_events`].
+    pub(crate) fn take_events(&self) -> Vec<MasterEvent> {
         self.events.take()
     }
 
-    /// The id of client `name`, if a mount of it ever succeeded. Lock-free; creates nothing.
-    pub fn client_id(&self, name: &str) -> Option<ClientId> {
+    /// The work behind [`Master::client_id`].
+    pub(crate) fn client_id(&self, name: &str) -> Option<ClientId> {
         self.names.lookup(name)
     }
 
-    /// The id of client `name` if it was ever interned (same as [`MasterCore::client_id`]).
-    pub fn known_client_id(&self, name: &str) -> Option<ClientId> {
+    /// The work behind [`Master::known_client_id`].
+    pub(crate) fn known_client_id(&self, name: &str) -> Option<ClientId> {
         self.names.lookup(name)
     }
 
-    /// The name of client `id`.
-    pub fn client_name(&self, id: ClientId) -> String {
+    /// The work behind [`Master::client_name`].
+    pub(crate) fn client_name(&self, id: ClientId) -> String {
         self.names.name(id).map_or_else(|| id.to_string(), |n| n.to_string())
     }
 
-    /// The current incarnation of client `name` (the token decisions.md question 4 promises:
-    /// pass it to [`MasterCore::ping_with_token`] / [`MasterCore::mount_with_token`]).
-    pub fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
+    /// The work behind [`Master::incarnation_of`].
+    pub(crate) fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
         let id = self.names.lookup(name)?;
         self.live.registry().get(id).map(|r| r.incarnation())
     }
 
-    /// The segment table (read-locked: release it before calling back into the master).
-    pub fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
+    /// The work behind [`Master::segments`].
+    pub(crate) fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
         Held::take(Level::Segments, || {
             self.segments.read().unwrap_or_else(|e| e.into_inner())
         })
@@ -406,14 +495,13 @@ impl MasterCore {
         })
     }
 
-    /// The metadata shards.
-    pub fn shards(&self) -> &Shards {
+    /// The work behind [`Master::shards`].
+    pub(crate) fn shards(&self) -> &Shards {
         &self.shards
     }
 
-    /// A copy of every object, by key (diagnostics and tests: O(objects), one shard lock at a
-    /// time, so under concurrent writes it is a per-shard cut).
-    pub fn objects(&self) -> BTreeMap<String, Object> {
+    /// The work behind [`Master::objects`].
+    pub(crate) fn objects(&self) -> BTreeMap<String, Object> {
         let mut out = BTreeMap::new();
         for i in 0..self.shards.len() {
             let shard = self.shards.lock(i);
@@ -422,28 +510,28 @@ impl MasterCore {
         out
     }
 
-    /// A copy of `key`'s object.
-    pub fn object(&self, key: &str) -> Option<Object> {
+    /// The work behind [`Master::object`].
+    pub(crate) fn object(&self, key: &str) -> Option<Object> {
         self.shards.lock_key(key).objects.get(key).cloned()
     }
 
-    /// The tasks (locked).
-    pub fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
+    /// The work behind [`Master::tasks`].
+    pub(crate) fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
         lock(&self.tasks)
     }
 
-    /// LocalDisk registrations (locked).
-    pub fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
+    /// The work behind [`Master::local_disks`].
+    pub(crate) fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
         lock(&self.local_disks)
     }
 
-    /// The external metadata store (locked).
-    pub fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
+    /// The work behind [`Master::external_metadata`].
+    pub(crate) fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
         lock(&self.external)
     }
 
-    /// The NoF segments (locked).
-    pub fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
+    /// The work behind [`Master::nof`].
+    pub(crate) fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
         lock(&self.nof)
     }
 
@@ -511,11 +599,11 @@ mod tests {
         m.mount("c1", "s1", 100).unwrap();
         m.put("k", 10, 1).unwrap(); // incomplete, on s1
         let recheck = || {
-            let mut shard = m.shards.lock_key("k");
+            let mut shard = m.core.shards.lock_key("k");
             let mut refunds = Refunds::new();
-            m.undo_raced_allocations(&mut shard, "k", &mut refunds);
+            m.core.undo_raced_allocations(&mut shard, "k", &mut refunds);
             drop(shard);
-            m.apply_refunds(refunds);
+            m.core.apply_refunds(refunds);
             m.objects().get("k").map_or(0, |o| o.replicas.len())
         };
         assert_eq!(recheck(), 1, "an Active owner's replica was dropped");
@@ -526,7 +614,7 @@ mod tests {
         let seg = m.segments().by_name("s1").cloned().unwrap();
         assert!(seg.lifecycle().permits(crate::eligibility::Purpose::Allocate));
         assert!(
-            !m.seam().executor(&seg.owner).serves(),
+            !m.core.seam().executor(&seg.owner).serves(),
             "the owner should be Suspected by now"
         );
         assert_eq!(recheck(), 0, "a Suspected owner's incomplete replica was kept");
@@ -547,8 +635,8 @@ mod tests {
         let id = m.replicate("k", "s2", false).unwrap();
         let s2 = m.segments().by_name("s2").cloned().unwrap();
         let recheck = || {
-            let mut shard = m.shards.lock_key("k");
-            m.settle_new_task(&mut shard, id, &s2.owner, Some(&s2))
+            let mut shard = m.core.shards.lock_key("k");
+            m.core.settle_new_task(&mut shard, id, &s2.owner, Some(&s2))
         };
         assert_eq!(recheck(), Ok(()), "a task for an Active target owner was cancelled");
         assert!(m.tasks().get(id).is_some() && s2.used() == 10);
@@ -562,7 +650,10 @@ mod tests {
             m.ping("c1");
             m.tick();
         }
-        assert!(!m.seam().executor(&s2.owner).serves(), "c2 should be Suspected by now");
+        assert!(
+            !m.core.seam().executor(&s2.owner).serves(),
+            "c2 should be Suspected by now"
+        );
         assert!(m.tasks().get(id).is_some(), "the task is held while c2 is Suspected");
         assert_eq!(recheck(), Err(MasterError::UnavailableInCurrentStatus));
         assert!(m.tasks().get(id).is_none(), "the task was kept");
@@ -595,16 +686,19 @@ mod tests {
             m.tick();
         }
         let s1 = m.segments().by_name("s1").cloned().unwrap();
-        assert!(!m.seam().executor(&s1.owner).retains(), "c1 should be Offline by now");
+        assert!(
+            !m.core.seam().executor(&s1.owner).retains(),
+            "c1 should be Offline by now"
+        );
         assert!(
             m.tasks().get(task).is_some(),
             "the outbox job has not run: the task is still there"
         );
-        let mut shard = m.shards.lock_key("k");
+        let mut shard = m.core.shards.lock_key("k");
         let mut refunds = Refunds::new();
-        m.finish_task_in(&mut shard, task, &mut refunds);
+        m.core.finish_task_in(&mut shard, task, &mut refunds);
         drop(shard);
-        m.apply_refunds(refunds);
+        m.core.apply_refunds(refunds);
         let objects = m.objects();
         let local = objects["k"].replicas.iter().filter(|r| r.segment().is_none()).count();
         assert_eq!(local, 0, "an Offline executor's LocalDisk replica was kept");
@@ -617,14 +711,14 @@ mod tests {
     #[test]
     fn start_offboarding_workers_starts_the_pool_and_shutdown_stops_it() {
         let (_clock, m) = manual_master(2_000, MasterOptions::default());
-        assert!(lock(&m.pool).is_none());
+        assert!(lock(&m.core.pool).is_none());
         m.start_offboarding_workers();
         assert!(
-            lock(&m.pool).is_some(),
+            lock(&m.core.pool).is_some(),
             "no worker pool after start_offboarding_workers"
         );
         assert_eq!(m.shutdown_offboarding(), 0, "an idle pool hands nothing back");
-        assert!(lock(&m.pool).is_none());
+        assert!(lock(&m.core.pool).is_none());
     }
 
     /// Dropping a master stops its worker pool: the workers hold the core, so without the stop
@@ -690,7 +784,7 @@ mod tests {
     #[test]
     fn a_stall_is_counted_in_the_masters_stats_with_its_length() {
         let (clock, m) = manual_master(20_000, MasterOptions::default());
-        assert!(!m.shards.is_empty() && m.shards.len().is_power_of_two());
+        assert!(!m.core.shards.is_empty() && m.core.shards.len().is_power_of_two());
         let counted = |m: &Master| {
             let s = m.segments(); // one guard
             (s.len(), s.is_empty())
@@ -758,7 +852,7 @@ mod tests {
         m.put("b", 60, 1).unwrap();
 
         m.mount_local_disk("c1", 1_000).unwrap();
-        let mut disks = lock(&m.local_disks);
+        let mut disks = lock(&m.core.local_disks);
         let disk = disks.values_mut().next().unwrap();
         disk.used = 60;
         disk.hold_frees(true);

@@ -2,7 +2,7 @@
 //! (decisions.md, question 1), unlike descriptor queries, which follow the serving rule.
 
 use super::segment::Lifecycle;
-use super::{lock, MasterCore};
+use super::{lock, Master, MasterCore};
 use crate::liveness::LivenessState;
 
 /// One client in the diagnostic query.
@@ -59,9 +59,16 @@ pub struct QueryReport {
     pub segment: Option<SegmentStatus>,
 }
 
-impl MasterCore {
+impl Master {
     /// Diagnostic status, optionally restricted to one client and/or describing one segment.
     pub fn query(&self, client: Option<&str>, segment: Option<&str>) -> QueryReport {
+        self.core.query(client, segment)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::query`].
+    pub(crate) fn query(&self, client: Option<&str>, segment: Option<&str>) -> QueryReport {
         let mut clients: Vec<ClientStatus> = self
             .live
             .registry()

@@ -7,7 +7,7 @@
 //! Arithmetic saturates: sizes come from clients, and a sum past `u64::MAX` must neither wrap
 //! nor panic. May not touch: any other lock.
 
-use super::{lock, MasterCore};
+use super::{lock, Master, MasterCore};
 use crate::sync::MutexGuard;
 use std::collections::BTreeMap;
 
@@ -32,19 +32,36 @@ pub(crate) fn add_refund(refunds: &mut Refunds, tenant: &str, bytes: u64) {
     }
 }
 
-impl MasterCore {
+impl Master {
     /// Bytes charged to all tenants (every replica, including ones being written).
     pub fn quota_used(&self) -> u64 {
-        lock(&self.quotas).values().map(|q| q.used).sum()
+        self.core.quota_used()
     }
 
     /// Per-tenant quota accounting (locked).
     pub fn quotas(&self) -> super::Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
-        lock(&self.quotas)
+        self.core.quotas()
     }
 
     /// Sets (or with `None` removes) a tenant's quota limit, bytes.
     pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
+        self.core.set_quota_limit(tenant, limit)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::quota_used`].
+    pub(crate) fn quota_used(&self) -> u64 {
+        lock(&self.quotas).values().map(|q| q.used).sum()
+    }
+
+    /// The work behind [`Master::quotas`].
+    pub(crate) fn quotas(&self) -> super::Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
+        lock(&self.quotas)
+    }
+
+    /// The work behind [`Master::set_quota_limit`].
+    pub(crate) fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
         lock(&self.quotas).entry(tenant.to_string()).or_default().limit = limit;
     }
 

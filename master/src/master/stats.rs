@@ -9,12 +9,12 @@
 //!   are counted here and in the liveness core, and published as absolute counter values at
 //!   every tick ([`MasterCore::publish_gauges`]); every other event reaches the facade where it
 //!   happens.
-//! - Orderings are `Relaxed` except for the two counters [`MasterCore::stats`] subtracts: a
+//! - Orderings are `Relaxed` except for the two counters [`Master::stats`] subtracts: a
 //!   job's completion is counted `Release` after its Offline commit was counted, and `stats`
 //!   loads completions `Acquire` before commits, so it never sees a completion without its
 //!   commit (Offline is never "−1").
 
-use super::{MasterCore, MasterEvent};
+use super::{Master, MasterCore, MasterEvent};
 use crate::liveness::Cause;
 use crate::offboarding::{ClientOffboardingJob, Completed, Step};
 use crate::sync::{AtomicU64, Ordering};
@@ -39,6 +39,26 @@ pub(super) struct Counters {
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Master {
+    /// An embedder's executor (the `Outbox` driver: [`Master::take_jobs`]) reports one
+    /// attempt it ran: a completion becomes the `offboarded` event, a failure the
+    /// `offboarding_retry` event (its step and attempt), each at the clock's now and counted in
+    /// [`Stats`], exactly as when the master runs the job itself. Without it the master never
+    /// hears of a job completed elsewhere, and [`Master::stats`] counts it Offline and
+    /// pending for ever.
+    pub fn report_offboarding(&self, attempt: Result<&Completed, &ClientOffboardingJob>) {
+        self.core.report_offboarding(attempt)
+    }
+
+    /// The liveness and offboarding counters now, in either offboarding mode: Offline counts
+    /// every incarnation whose job has not completed (inline, parked, queued, on a worker or
+    /// waiting for a retry); recoveries include those of the lock-free Ping path
+    /// ([`Master::liveness_handle`]). Takes no lock.
+    pub fn stats(&self) -> Stats {
+        self.core.stats()
+    }
 }
 
 impl MasterCore {
@@ -86,13 +106,8 @@ impl MasterCore {
         bump(&self.counters.step_failures[step as usize], 1);
     }
 
-    /// An embedder's executor (the `Outbox` driver: [`MasterCore::take_jobs`]) reports one
-    /// attempt it ran: a completion becomes the `offboarded` event, a failure the
-    /// `offboarding_retry` event (its step and attempt), each at the clock's now and counted in
-    /// [`Stats`], exactly as when the master runs the job itself. Without it the master never
-    /// hears of a job completed elsewhere, and [`MasterCore::stats`] counts it Offline and
-    /// pending for ever.
-    pub fn report_offboarding(&self, attempt: Result<&Completed, &ClientOffboardingJob>) {
+    /// The work behind [`Master::report_offboarding`].
+    pub(crate) fn report_offboarding(&self, attempt: Result<&Completed, &ClientOffboardingJob>) {
         let at_ms = self.live.clock().base().now_ms();
         if let Err(job) = attempt {
             // No schedule of ours parked it: count the metric `Schedule::retry` would have.
@@ -119,11 +134,8 @@ impl MasterCore {
         self.counters.restored_offline.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The liveness and offboarding counters now, in either offboarding mode: Offline counts
-    /// every incarnation whose job has not completed (inline, parked, queued, on a worker or
-    /// waiting for a retry); recoveries include those of the lock-free Ping path
-    /// ([`MasterCore::liveness_handle`]). Takes no lock.
-    pub fn stats(&self) -> Stats {
+    /// The work behind [`Master::stats`].
+    pub(crate) fn stats(&self) -> Stats {
         let c = &self.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let jobs_completed = c.jobs_completed.load(Ordering::Acquire);

@@ -15,7 +15,7 @@ use super::object::{Replica, ReplicaKind};
 use super::segment::{Segment, SegmentId};
 use super::shard::Shard;
 use super::task::{Task, TaskKind};
-use super::{lock, MasterCore, MasterError, Refunds, TaskDesc};
+use super::{lock, Master, MasterCore, MasterError, Refunds, TaskDesc};
 use crate::eligibility::{self, Purpose};
 use crate::liveness::{ClientId, ClientLivenessRecord, Owner};
 use crate::sync::Arc;
@@ -28,9 +28,49 @@ enum Target {
     Reserved(Arc<Segment>, u64),
 }
 
-impl MasterCore {
+impl Master {
     /// CopyStart (`remove_source` false) / MoveStart (true): a task for the owner of `to`.
     pub fn replicate(&self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
+        self.core.replicate(key, to, remove_source)
+    }
+
+    /// FetchTasks: hands an Active client its pending Copy/Move/promotion tasks whose other side
+    /// serves too. A Suspected client gets nothing and keeps its tasks; unknown and Offline
+    /// clients get nothing (and an unknown name creates nothing).
+    pub fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
+        self.core.fetch_tasks(client)
+    }
+
+    /// Task completion (`ok`) or failure callback from its executor.
+    pub fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
+        self.core.task_done(client, task, ok)
+    }
+
+    /// Drain: the segment stops taking allocations and each of its objects gets a Move task to a
+    /// serving target (never a non-Active owner's segment). Objects with no servable source or
+    /// no target stay for a later drain.
+    pub fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        self.core.drain(segment)
+    }
+
+    /// Offload heartbeat: an Active client with a LocalDisk registration is handed offload work
+    /// for completed objects on its own serving segments that have no LocalDisk replica yet,
+    /// within its free capacity and its tenants' quotas. A Suspected client is handed nothing
+    /// and nothing new is admitted for it; work already queued waits for recovery.
+    pub fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        self.core.offload_heartbeat(client)
+    }
+
+    /// Promotion on hit: an object held only on LocalDisk gets a memory replica; the LocalDisk
+    /// owner (which must be Active) executes it, the target is a serving segment.
+    pub fn promote(&self, key: &str) -> Result<u64, MasterError> {
+        self.core.promote(key)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::replicate`].
+    pub(crate) fn replicate(&self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
         let target = self
             .segments()
             .by_name(to)
@@ -152,10 +192,8 @@ impl MasterCore {
         Err(MasterError::UnavailableInCurrentStatus)
     }
 
-    /// FetchTasks: hands an Active client its pending Copy/Move/promotion tasks whose other side
-    /// serves too. A Suspected client gets nothing and keeps its tasks; unknown and Offline
-    /// clients get nothing (and an unknown name creates nothing).
-    pub fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
+    /// The work behind [`Master::fetch_tasks`].
+    pub(crate) fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
         match self.names.lookup(client) {
             Some(id) => self.deliver(id, false),
             None => Vec::new(),
@@ -197,8 +235,8 @@ impl MasterCore {
         source_ok && target_ok
     }
 
-    /// Task completion (`ok`) or failure callback from its executor.
-    pub fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
+    /// The work behind [`Master::task_done`].
+    pub(crate) fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
         let rec = self.callback_record(client)?;
         let (si, _) = self.task_owned_by(task, &rec)?;
         let mut shard = self.shards.lock(si);
@@ -322,10 +360,8 @@ impl MasterCore {
         }
     }
 
-    /// Drain: the segment stops taking allocations and each of its objects gets a Move task to a
-    /// serving target (never a non-Active owner's segment). Objects with no servable source or
-    /// no target stay for a later drain.
-    pub fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
+    /// The work behind [`Master::drain`].
+    pub(crate) fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
         let seg = self
             .segments()
             .by_name(segment)
@@ -364,11 +400,8 @@ impl MasterCore {
             .ok()
     }
 
-    /// Offload heartbeat: an Active client with a LocalDisk registration is handed offload work
-    /// for completed objects on its own serving segments that have no LocalDisk replica yet,
-    /// within its free capacity and its tenants' quotas. A Suspected client is handed nothing
-    /// and nothing new is admitted for it; work already queued waits for recovery.
-    pub fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
+    /// The work behind [`Master::offload_heartbeat`].
+    pub(crate) fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
         let id = self.names.lookup(client).ok_or(MasterError::SegmentNotFound)?;
         let owner = lock(&self.local_disks)
             .get(&id)
@@ -453,9 +486,8 @@ impl MasterCore {
         let _ = self.settle_new_task(&mut shard, task, owner, None);
     }
 
-    /// Promotion on hit: an object held only on LocalDisk gets a memory replica; the LocalDisk
-    /// owner (which must be Active) executes it, the target is a serving segment.
-    pub fn promote(&self, key: &str) -> Result<u64, MasterError> {
+    /// The work behind [`Master::promote`].
+    pub(crate) fn promote(&self, key: &str) -> Result<u64, MasterError> {
         let seam = self.seam();
         let si = self.shards.index_of(key);
         let mut shard = self.shards.lock(si);

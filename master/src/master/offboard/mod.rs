@@ -16,8 +16,8 @@
 //!   mint, every job restored from a snapshot and every job handed back; the workers own the
 //!   retries. Completions reach the master's events and [`Stats`](crate::telemetry::Stats).
 //!   Stopping them parks every job not completed in the master (the next snapshot records it).
-//! - `Outbox`: jobs are collected for an embedder's own executor ([`MasterCore::take_jobs`]);
-//!   a job it cannot run goes back with [`MasterCore::return_job`].
+//! - `Outbox`: jobs are collected for an embedder's own executor ([`Master::take_jobs`]);
+//!   a job it cannot run goes back with [`Master::return_job`].
 //!
 //! Whatever the driver, a job is in exactly one place — parked here, in the outbox, in the
 //! executor, or completed — and switching drivers moves jobs, never drops them. The Offline
@@ -46,7 +46,7 @@ mod steps;
 pub(super) use pool::Pool;
 use steps::Inline;
 
-use super::{lock, MasterCore, MasterEvent};
+use super::{lock, Master, MasterCore, MasterEvent};
 use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::schedule::{Limits, Schedule};
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, Step};
@@ -128,14 +128,10 @@ pub struct PendingJob {
     pub next_attempt_ms: u64,
 }
 
-impl MasterCore {
-    fn now_ms(&self) -> u64 {
-        self.live.clock().base().now_ms()
-    }
-
+impl Master {
     /// Fault injection: the next `times` executions of `step` fail.
     pub fn fail_step(&self, step: Step, times: u32) {
-        *lock(&self.offboarding).faults.entry(step).or_default() += times;
+        self.core.fail_step(step, times)
     }
 
     /// Sets how many keys (and tasks) one call of the `metadata` step handles before it answers
@@ -144,11 +140,43 @@ impl MasterCore {
     /// `differential` fuzz target set it small so that an incarnation of a few keys needs
     /// several batches.
     pub fn set_offboarding_batch_keys(&self, keys: usize) {
-        lock(&self.offboarding).keys_per_batch = keys.max(1);
+        self.core.set_offboarding_batch_keys(keys)
     }
 
     /// Jobs parked in the master (failed or rate-limited, handed back or restored).
     pub fn pending_jobs(&self) -> Vec<(ClientId, PendingJob)> {
+        self.core.pending_jobs()
+    }
+
+    /// Takes the jobs collected for the embedder's executor since the last call (`Outbox`).
+    pub fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
+        self.core.take_jobs()
+    }
+
+    /// Gives a job back (e.g. after the embedder's executor refused it): it is parked and handed
+    /// on again at the next tick, to whoever runs jobs then. Never dropped.
+    pub fn return_job(&self, job: ClientOffboardingJob) {
+        self.core.return_job(job)
+    }
+}
+
+impl MasterCore {
+    fn now_ms(&self) -> u64 {
+        self.live.clock().base().now_ms()
+    }
+
+    /// The work behind [`Master::fail_step`].
+    pub(crate) fn fail_step(&self, step: Step, times: u32) {
+        *lock(&self.offboarding).faults.entry(step).or_default() += times;
+    }
+
+    /// The work behind [`Master::set_offboarding_batch_keys`].
+    pub(crate) fn set_offboarding_batch_keys(&self, keys: usize) {
+        lock(&self.offboarding).keys_per_batch = keys.max(1);
+    }
+
+    /// The work behind [`Master::pending_jobs`].
+    pub(crate) fn pending_jobs(&self) -> Vec<(ClientId, PendingJob)> {
         lock(&self.offboarding)
             .schedule
             .parked()
@@ -221,14 +249,13 @@ impl MasterCore {
         oldest.map_or(0, |t| now.saturating_sub(t))
     }
 
-    /// Takes the jobs collected for the embedder's executor since the last call (`Outbox`).
-    pub fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
+    /// The work behind [`Master::take_jobs`].
+    pub(crate) fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
         std::mem::take(&mut lock(&self.offboarding).outbox)
     }
 
-    /// Gives a job back (e.g. after the embedder's executor refused it): it is parked and handed
-    /// on again at the next tick, to whoever runs jobs then. Never dropped.
-    pub fn return_job(&self, job: ClientOffboardingJob) {
+    /// The work behind [`Master::return_job`].
+    pub(crate) fn return_job(&self, job: ClientOffboardingJob) {
         let now = self.now_ms();
         lock(&self.offboarding).park(job, now);
     }

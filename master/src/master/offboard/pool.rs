@@ -12,6 +12,8 @@
 //! Under loom there are no worker threads: `Workers` degrades to `Outbox` and the models drive
 //! jobs by hand.
 
+#[cfg(not(loom))]
+use super::super::Master;
 use super::super::{lock, MasterCore};
 use super::OffboardingDriver;
 use crate::offboarding::ClientOffboardingJob;
@@ -53,6 +55,14 @@ impl SharedSteps for MasterCore {
 
     fn on_retry(&self, retry: &crate::offboarding::schedule::Retry) {
         self.count_step_failure(retry.step);
+    }
+}
+
+#[cfg(not(loom))]
+impl Master {
+    /// Jobs queued for or waiting for a retry in the workers.
+    pub fn jobs_in_workers(&self) -> usize {
+        self.core.jobs_in_workers()
     }
 }
 
@@ -141,8 +151,8 @@ impl MasterCore {
         lock(&self.pool).as_ref().map_or(0, |p| p.0.queued())
     }
 
-    /// Jobs queued for or waiting for a retry in the workers.
-    pub fn jobs_in_workers(&self) -> usize {
+    /// The work behind [`Master::jobs_in_workers`].
+    pub(crate) fn jobs_in_workers(&self) -> usize {
         lock(&self.pool).as_ref().map_or(0, |p| p.0.queued() + p.0.retrying())
     }
 }

@@ -21,7 +21,7 @@ use crate::offboarding::{CleanupError, ClientOffboardingJob, OffboardingSteps, P
 use crate::sync::Arc;
 
 /// Keys (and tasks) the `metadata` step handles per call, unless
-/// [`MasterCore::set_offboarding_batch_keys`] says otherwise.
+/// [`Master::set_offboarding_batch_keys`] says otherwise.
 pub(super) const KEYS_PER_BATCH: usize = 1024;
 
 impl MasterCore {
@@ -200,10 +200,18 @@ fn take_keys(keys: &mut std::collections::BTreeSet<String>, budget: usize) -> st
     }
 }
 
+impl Master {
+    /// Runs one bounded batch of `step` for `job` through a shared reference: the steps the
+    /// master's workers run (a harness running the outbox's jobs on threads of its own uses it).
+    pub fn run_step_shared(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        self.core.run_step_shared(step, job)
+    }
+}
+
 /// A master runs its own steps (tests and embedders stepping a job by hand).
 impl OffboardingSteps for Master {
     fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
-        self.run_step_shared(step, job)
+        self.core.run_step_shared(step, job)
     }
 }
 

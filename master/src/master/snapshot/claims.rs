@@ -13,7 +13,7 @@
 //! themselves (they were restored and checked before it runs).
 
 use super::super::offboard::Scratch;
-use super::super::{lock, Master};
+use super::super::{lock, MasterCore};
 use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::{ClientOffboardingJob, Step};
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 /// Resets the progress of every job in `jobs` whose claims the restored tables of `m` (and the
 /// restored `scratch`) contradict; see the module doc.
 pub(super) fn check_claims(
-    m: &Master,
+    m: &MasterCore,
     jobs: &mut [ClientOffboardingJob],
     scratch: &BTreeMap<(ClientId, Incarnation), Scratch>,
 ) {

@@ -1,7 +1,7 @@
 //! Taking an HA snapshot of the master: the per-shard cut (see [the module doc](super) for why it
 //! is never torn) and the encoding of each table into its `*Snap` form.
 //!
-//! Owns: [`MasterCore::snapshot`] and the table → `*Snap` conversions. Reads every table of the
+//! Owns: [`Master::snapshot`] and the table → `*Snap` conversions. Reads every table of the
 //! master; writes none. Locks: the membership `gate` exclusively for the whole cut, then one
 //! metadata shard at a time (with the `tasks` leaf under it), then leaves one at a time, in the
 //! master's lock order; it never holds two shards or two leaves. The registry, names and
@@ -11,7 +11,7 @@
 use super::super::object::{Object, ReplicaKind};
 use super::super::offboard::Scratch;
 use super::super::task::Task;
-use super::super::{lock, LocalDisk, MasterCore};
+use super::super::{lock, LocalDisk, Master, MasterCore};
 use crate::liveness::{ClientId, Incarnation};
 use crate::snapshot::*;
 
@@ -51,9 +51,16 @@ fn hold_all(m: &MasterCore, hold: bool) {
     }
 }
 
-impl MasterCore {
+impl Master {
     /// Captures the master's metadata while requests run (see the module doc).
     pub fn snapshot(&self) -> Snapshot {
+        self.core.snapshot()
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::snapshot`].
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let _gate = self.gate_exclusive();
         // Before any shard is copied (see `Segment::hold_frees`); released on every exit.
         let _hold = HoldFrees::start(self);

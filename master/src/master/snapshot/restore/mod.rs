@@ -22,7 +22,7 @@
 use super::super::offboard::Scratch;
 use super::super::segment::Segment;
 use super::super::task::{Task, TaskKind};
-use super::super::{lock, LocalDisk, Master, MasterOptions};
+use super::super::{lock, LocalDisk, Master, MasterCore, MasterOptions};
 use super::claims::check_claims;
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
@@ -82,7 +82,8 @@ impl Master {
                 supported: FORMAT_VERSION,
             });
         }
-        let m = Master::new(clock, config, options);
+        let master = Master::new(clock, config, options);
+        let m: &MasterCore = &master.core;
         for (name, id) in &snap.names {
             if !m.names.restore(name, ClientId(*id)) {
                 return Err(bad(format!("client {name:?} / id {id} named twice")));
@@ -90,7 +91,7 @@ impl Master {
         }
         phases.mark("names", &mut since);
         let mut r = Restorer {
-            m: &m,
+            m,
             snap,
             records: Records::new(),
             quota_used: BTreeMap::new(),
@@ -107,7 +108,7 @@ impl Master {
         phases.mark("objects", &mut since);
         r.tasks()?;
         let scratch = r.scratch(&jobs)?;
-        check_claims(&m, &mut jobs, &scratch);
+        check_claims(m, &mut jobs, &scratch);
         r.quotas();
         m.shards.restore_clock(snap.lru_clock);
         {
@@ -127,13 +128,13 @@ impl Master {
         m.note_restored_offline(jobs.len() as u64);
         m.restore_offboarding(scratch, jobs);
         phases.mark("tasks, quotas and jobs", &mut since);
-        Ok((m, phases))
+        Ok((master, phases))
     }
 }
 
 /// The restore in progress: each method restores one table and checks it against the others.
 struct Restorer<'m, 'a> {
-    m: &'m Master,
+    m: &'m MasterCore,
     snap: &'a Snapshot,
     records: Records,
     /// Quota usage recomputed from what is restored.
