@@ -9,10 +9,10 @@
 use super::object::{Object, Replica, ReplicaKind};
 use super::segment::{AllocationStrategy, Segment, SegmentId, Segments};
 use super::shard::Shard;
-use super::{add_refund, lock, Master, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
+use super::{add_refund, Master, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
 use crate::eligibility::Purpose;
 use crate::liveness::ClientLivenessRecord;
-use crate::sync::{Arc, Ordering};
+use crate::sync::Arc;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
@@ -144,17 +144,17 @@ impl MasterCore {
         if size == 0 || replicas == 0 || replicas > MAX_REPLICAS {
             return Err(MasterError::InvalidParams);
         }
-        let si = self.shards.index_of(key);
-        let mut shard = self.shards.lock(si);
+        let si = self.data.shards().index_of(key);
+        let mut shard = self.data.shards().lock(si);
         if shard.objects.contains_key(key) {
             return Err(MasterError::ObjectAlreadyExists);
         }
         let mut chosen = self.reserve_segments(key, size, replicas, &[]);
         // Evict only for a Put the quota could take (a refused Put must not have evicted).
-        if chosen.is_empty() && self.quota_allows(tenant, size) {
+        if chosen.is_empty() && self.data.quotas().allows(tenant, size) {
             drop(shard);
             self.evict_for(size);
-            shard = self.shards.lock(si);
+            shard = self.data.shards().lock(si);
             if shard.objects.contains_key(key) {
                 return Err(MasterError::ObjectAlreadyExists);
             }
@@ -163,7 +163,11 @@ impl MasterCore {
         if chosen.is_empty() {
             return Err(MasterError::NoAvailableHandle);
         }
-        if !self.try_charge(tenant, size.saturating_mul(chosen.len() as u64)) {
+        if !self
+            .data
+            .quotas()
+            .try_charge(tenant, size.saturating_mul(chosen.len() as u64))
+        {
             for seg in &chosen {
                 seg.release(key, size);
             }
@@ -178,12 +182,12 @@ impl MasterCore {
             tier_task: None,
             writer,
         };
-        shard.insert(key, object, self.shards.next_touch());
+        shard.insert(key, object, self.data.shards().next_touch());
         let mut refunds = Refunds::new();
         self.undo_raced_allocations(&mut shard, key, &mut refunds);
         let out = shard.objects.get(key).map(|o| self.describe(o, |_| true));
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         out.ok_or(MasterError::NoAvailableHandle)
     }
 
@@ -213,18 +217,19 @@ impl MasterCore {
     fn evict_for(&self, size: u64) -> bool {
         let seam = self.seam();
         let serving_exists = self
+            .data
             .segments()
             .iter()
             .any(|s| s.size >= size && s.eligibility(seam, Purpose::Allocate, 0).serves());
         if !serving_exists {
             return false;
         }
-        let n = self.shards.len();
-        let start = self.evict_cursor.fetch_add(1, Ordering::Relaxed) as usize;
+        let n = self.data.shards().len();
+        let start = self.data.next_evict_start();
         let mut budget = MAX_EVICTIONS_PER_PUT;
         for j in 0..n {
             let i = (start + j) % n;
-            let mut shard = self.shards.lock(i);
+            let mut shard = self.data.shards().lock(i);
             let victims: Vec<String> = shard
                 .lru
                 .values()
@@ -236,7 +241,7 @@ impl MasterCore {
                 budget -= 1;
                 let mut refunds = Refunds::new();
                 self.remove_object_in(&mut shard, &key, &mut refunds);
-                self.apply_refunds(refunds);
+                self.data.quotas().apply_refunds(refunds);
                 if self.room_for(size) {
                     return true;
                 }
@@ -250,7 +255,8 @@ impl MasterCore {
 
     fn room_for(&self, size: u64) -> bool {
         let seam = self.seam();
-        self.segments()
+        self.data
+            .segments()
             .iter()
             .any(|s| s.eligibility(seam, Purpose::Allocate, size).serves())
     }
@@ -287,7 +293,7 @@ impl MasterCore {
 
     fn put_callback(&self, client: Option<&str>, key: &str, end: bool) -> Result<(), MasterError> {
         let caller = client.map(|c| self.callback_record(c)).transpose()?;
-        let mut shard = self.shards.lock_key(key);
+        let mut shard = self.data.shards().lock_key(key);
         let obj = shard.objects.get_mut(key).ok_or(MasterError::ObjectNotFound)?;
         if let (Some(caller), Some(writer)) = (&caller, &obj.writer) {
             if !Arc::ptr_eq(caller, writer) {
@@ -308,21 +314,21 @@ impl MasterCore {
         let mut refunds = Refunds::new();
         self.remove_object_in(&mut shard, key, &mut refunds);
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         Ok(())
     }
 
     /// The work behind [`Master::get`].
     pub(crate) fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        let mut shard = self.shards.lock_key(key);
+        let mut shard = self.data.shards().lock_key(key);
         let out = self.readable(&shard, key)?;
-        shard.touch(key, self.shards.next_touch());
+        shard.touch(key, self.data.shards().next_touch());
         Ok(out)
     }
 
     /// The work behind [`Master::admin_replicas`].
     pub(crate) fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        let shard = self.shards.lock_key(key);
+        let shard = self.data.shards().lock_key(key);
         self.readable(&shard, key)
     }
 
@@ -338,7 +344,7 @@ impl MasterCore {
 
     /// The work behind [`Master::remove`].
     pub(crate) fn remove(&self, key: &str) -> Result<(), MasterError> {
-        let mut shard = self.shards.lock_key(key);
+        let mut shard = self.data.shards().lock_key(key);
         let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         if obj.replication_task.is_some() {
             return Err(MasterError::ObjectHasReplicationTask);
@@ -346,7 +352,7 @@ impl MasterCore {
         let mut refunds = Refunds::new();
         self.remove_object_in(&mut shard, key, &mut refunds);
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         Ok(())
     }
 
@@ -361,7 +367,7 @@ impl MasterCore {
                     client: segment.client_name.to_string(),
                 },
                 ReplicaKind::LocalDisk { owner } => {
-                    let name = self.client_name(owner.client());
+                    let name = self.membership.client_name(owner.client());
                     ReplicaDesc {
                         segment: format!("local_disk:{name}"),
                         client: name,
@@ -375,7 +381,7 @@ impl MasterCore {
     /// `exclude`) and reserves `size` bytes for `key` in each.
     pub(super) fn reserve_segments(&self, key: &str, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<Arc<Segment>> {
         let seam = self.seam();
-        let segments = self.segments();
+        let segments = self.data.segments();
         let eligible =
             |s: &Arc<Segment>| !exclude.contains(&s.id) && s.eligibility(seam, Purpose::Allocate, size).serves();
         let candidates: Vec<Arc<Segment>> = match self.options.strategy {
@@ -421,7 +427,7 @@ impl MasterCore {
         let slots = segments.slot_count();
         if slots > SAMPLE_ABOVE {
             let draws: Vec<usize> = {
-                let mut rng = lock(&self.rng);
+                let mut rng = self.data.rng();
                 (0..n.saturating_mul(4).saturating_add(16))
                     .map(|_| rng.random_range(0..slots))
                     .collect()
@@ -446,7 +452,7 @@ impl MasterCore {
             .cloned()
             .collect();
         all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        all.shuffle(&mut *lock(&self.rng));
+        all.shuffle(&mut *self.data.rng());
         all
     }
 
@@ -457,7 +463,7 @@ impl MasterCore {
         match &replica.kind {
             ReplicaKind::Memory { segment, .. } => segment.release(key, size),
             ReplicaKind::LocalDisk { owner } => {
-                if let Some(disk) = lock(&self.local_disks).get_mut(&owner.client()) {
+                if let Some(disk) = self.membership.local_disks().get_mut(&owner.client()) {
                     disk.release(size);
                     disk.keys.remove(key);
                 }
@@ -519,14 +525,14 @@ impl MasterCore {
             }
             for key in keys {
                 let mut refunds = Refunds::new();
-                let mut shard = self.shards.lock_key(&key);
+                let mut shard = self.data.shards().lock_key(&key);
                 self.cancel_tasks_touching_in(&mut shard, &key, sid, &mut refunds);
                 self.remove_replicas_in(&mut shard, &key, |r| r.segment() == Some(sid), &mut refunds);
                 drop(shard);
-                self.apply_refunds(refunds);
+                self.data.quotas().apply_refunds(refunds);
             }
         }
         retire(&seg.name);
-        self.segments_mut().remove(sid);
+        self.data.segments_mut().remove(sid);
     }
 }

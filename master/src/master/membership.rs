@@ -11,7 +11,7 @@
 //! the registry are lock-free, the signal is one CAS loop on the word.
 
 use super::segment::{Lifecycle, Segment, Segments};
-use super::{lock, LocalDisk, Master, MasterCore, MasterError};
+use super::{LocalDisk, Master, MasterCore, MasterError};
 use crate::eligibility::Purpose;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, MountOutcome, PingStatus};
 use crate::sync::{Arc, CellArc};
@@ -152,7 +152,7 @@ impl MasterCore {
     pub(crate) fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
         self.mount_segments(client, None, specs, true)?;
         let adopt = {
-            let segments = self.segments();
+            let segments = self.data.segments();
             specs
                 .iter()
                 .filter_map(|s| segments.by_name(&s.segment))
@@ -166,7 +166,10 @@ impl MasterCore {
 
     /// The work behind [`Master::adoption_walk`].
     pub(crate) fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
-        self.names.lookup(client).map_or(0, |id| self.reconcile_walk(id, specs))
+        self.membership
+            .names()
+            .lookup(client)
+            .map_or(0, |id| self.reconcile_walk(id, specs))
     }
 
     fn mount_segments(
@@ -185,12 +188,16 @@ impl MasterCore {
                 return Err(MasterError::InvalidParams);
             }
         }
-        let _stripe = self.stripe(client);
-        let _gate = self.gate_shared();
+        let _stripe = self.membership.stripe(client);
+        let _gate = self.membership.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
-        let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
+        let client_name = self
+            .membership
+            .names()
+            .name(id)
+            .unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, token, |rec| {
-            let mut segments = self.segments_mut();
+            let mut segments = self.data.segments_mut();
             for s in specs {
                 check_segment(&segments, id, &s.segment, s.size)?;
             }
@@ -215,7 +222,7 @@ impl MasterCore {
             }
             let added = add_segments(&mut segments, rec, &client_name, specs);
             drop(segments);
-            let mut external = lock(&self.external);
+            let mut external = self.membership.external();
             for seg in &added {
                 external.put(&seg.name);
             }
@@ -230,16 +237,16 @@ impl MasterCore {
 
     /// The id a mount of `name` runs under, interning the name if it is new (`true`).
     fn id_for_mount(&self, name: &str) -> (ClientId, bool) {
-        match self.names.lookup(name) {
+        match self.membership.names().lookup(name) {
             Some(id) => (id, false),
-            None => (self.names.intern(name), true),
+            None => (self.membership.names().intern(name), true),
         }
     }
 
     /// A first mount that failed leaves no name behind (item: unknown names create nothing).
     fn forget_if_unused(&self, name: &str, id: ClientId) {
         if self.live.registry().slot(id).is_none() {
-            self.names.forget(name, id);
+            self.membership.names().forget(name, id);
         }
     }
 
@@ -270,8 +277,8 @@ impl MasterCore {
             MountOutcome::Lost(added, _) => {
                 for seg in added {
                     // The entry goes while the segment still holds its name (see `unmount`).
-                    let _ = lock(&self.external).delete(&seg.name);
-                    self.segments_mut().remove(seg.id);
+                    let _ = self.membership.external().delete(&seg.name);
+                    self.data.segments_mut().remove(seg.id);
                 }
                 Err(MasterError::ClientOffboarding)
             }
@@ -287,8 +294,8 @@ impl MasterCore {
     /// only checks the rebuilt view against them and returns the replicas matched.
     pub(super) fn reconcile_walk(&self, client: ClientId, specs: &[SegmentSpec]) -> usize {
         let mut rebuilt: BTreeMap<&str, (u64, std::collections::BTreeSet<String>)> = BTreeMap::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
+        for i in 0..self.data.shards().len() {
+            let shard = self.data.shards().lock(i);
             for (key, obj) in shard.objects.iter() {
                 for r in &obj.replicas {
                     let Some(seg) = r.segment_ref() else { continue };
@@ -304,7 +311,7 @@ impl MasterCore {
         }
         let matched = rebuilt.values().map(|v| v.1.len()).sum();
         for (name, (bytes, keys)) in &rebuilt {
-            if let Some(seg) = self.segments().by_name(name).cloned() {
+            if let Some(seg) = self.data.segments().by_name(name).cloned() {
                 let live = seg.alloc();
                 // Concurrent requests may have moved the live view since a shard was walked:
                 // a difference is reported, never "repaired" over their changes.
@@ -322,12 +329,16 @@ impl MasterCore {
         if capacity == 0 {
             return Err(MasterError::InvalidParams);
         }
-        let _stripe = self.stripe(client);
-        let _gate = self.gate_shared();
+        let _stripe = self.membership.stripe(client);
+        let _gate = self.membership.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
-        let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
+        let client_name = self
+            .membership
+            .names()
+            .name(id)
+            .unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, None, |rec| {
-            let mut disks = lock(&self.local_disks);
+            let mut disks = self.membership.local_disks();
             match disks.get(&id) {
                 Some(d) if d.owner.is(rec) => Ok(false),
                 Some(_) => Err(MasterError::InvalidParams),
@@ -355,7 +366,7 @@ impl MasterCore {
             }
             MountOutcome::Failed(e) => Err(e),
             MountOutcome::Lost(true, _) => {
-                lock(&self.local_disks).remove(&id);
+                self.membership.local_disks().remove(&id);
                 Err(MasterError::ClientOffboarding)
             }
             MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => Err(MasterError::ClientOffboarding),
@@ -374,7 +385,7 @@ impl MasterCore {
 
     /// The work behind [`Master::ping_with_token`].
     pub(crate) fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
-        match self.names.lookup(client) {
+        match self.membership.names().lookup(client) {
             Some(id) => self.ping_id(id, token),
             None => PingStatus::NeedRemount,
         }
@@ -389,14 +400,15 @@ impl MasterCore {
 
     /// The work behind [`Master::unmount`].
     pub(crate) fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
-        let _stripe = self.stripe(client);
-        let _gate = self.gate_shared();
+        let _stripe = self.membership.stripe(client);
+        let _gate = self.membership.gate_shared();
         let seg = self
+            .data
             .segments()
             .by_name(segment)
             .cloned()
             .ok_or(MasterError::SegmentNotFound)?;
-        if self.names.lookup(client) != Some(seg.owner.client()) {
+        if self.membership.names().lookup(client) != Some(seg.owner.client()) {
             return Err(MasterError::InvalidParams);
         }
         if !crate::eligibility::accepts_callbacks(&seg.owner) {
@@ -407,7 +419,7 @@ impl MasterCore {
         // the segment is gone, so this delete can never erase that client's new entry (issue
         // 29 defect 2: deleted after the table let go of the name, it could).
         self.drop_segment(&seg, |name| {
-            let _ = lock(&self.external).delete(name);
+            let _ = self.membership.external().delete(name);
         });
         Ok(())
     }
@@ -416,7 +428,11 @@ impl MasterCore {
     /// Offline (or offboarded) incarnation `UNAVAILABLE_IN_CURRENT_STATUS` (decisions.md:
     /// callbacks from a Suspected client are accepted, from Offline or unknown ones refused).
     pub(super) fn callback_record(&self, client: &str) -> Result<Arc<ClientLivenessRecord>, MasterError> {
-        let id = self.names.lookup(client).ok_or(MasterError::IllegalClient)?;
+        let id = self
+            .membership
+            .names()
+            .lookup(client)
+            .ok_or(MasterError::IllegalClient)?;
         let rec = self.live.registry().get(id).ok_or(MasterError::IllegalClient)?;
         if !crate::eligibility::accepts_callbacks(&rec) {
             return Err(MasterError::UnavailableInCurrentStatus);

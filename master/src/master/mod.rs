@@ -11,11 +11,23 @@
 //! | `snapshot` | HA snapshots (a per-shard cut, never stop-the-world) and restore |
 //! | `nof` | NoF segments and their probe-driven health |
 //! | `query` | the diagnostic status query |
+//! | `stats` | the statistics, the gauges and an embedder executor's reports |
 //!
-//! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the tables), `external` (the
-//! external metadata store), `events` (what the master hands out) and `error` import no path;
-//! `quota` (per-tenant accounting) and `stats` (counters and gauges) add methods to the
-//! master's core over one leaf lock each; `options` holds [`MasterOptions`].
+//! The paths own no state: the **rooms** (`rooms/`) do. Each room holds its fields and the
+//! locks guarding them privately, and its methods are the only door; a path that needs two
+//! rooms calls methods of each:
+//!
+//! | room | holds |
+//! |---|---|
+//! | `Membership` | the client-name table, the client stripes, the gate, the LocalDisk registrations, the external metadata store |
+//! | `Data` | the metadata shards, the segment table, the quotas (`quota`), the allocation RNG, the eviction cursor |
+//! | `Work` | the task table |
+//! | `Journal` | the event log and the counters (lock-free: Ping's side) |
+//!
+//! The core keeps the liveness core, the monitor, the offboarding state and worker pool, and
+//! the NoF segments. Below the paths: `segment`, `shard`, `task`, `object`, `names` (the
+//! tables), `external` (the external metadata store), `events` (what the master hands out) and
+//! `error` import no path; `options` holds [`MasterOptions`].
 //! This file owns the [`Master`] / `MasterCore` pair, the lock table below and the accessors;
 //! it may not hold a path's logic (each path lives in its module). [`Master`] is the only door:
 //! each module that holds a path also holds that path's public method on [`Master`], which hands
@@ -26,19 +38,20 @@
 //! [`Master`] is `Send + Sync`; every request path takes `&self`. State is split so that no
 //! request path takes a master-wide lock (STYLE §7), in the spirit of Mooncake's 1024
 //! metadata shards but without its global `client_mutex_` (which Ping shares with mounts) or
-//! its stop-the-world `snapshot_mutex_`:
+//! its stop-the-world `snapshot_mutex_`. Each lock's level is declared beside the room that
+//! owns it (`lock_order::Ordered`):
 //!
-//! | lock | guards | taken by |
-//! |---|---|---|
-//! | — (lock-free) | liveness records, registry, names (readers), counters, event log | Ping, every eligibility check |
-//! | `monitor` | the liveness monitor | a tick, while the monitor runs (released before anything below) |
-//! | `client stripe` | one client's membership changes | Mount, ReMount, Unmount, LocalDisk mount |
-//! | `gate` | the set of segments, LocalDisk registrations and external entries | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
-//! | `names` | the writers of the client-name table | a mount interning a new name, a failed first mount forgetting it |
-//! | `metadata shard` | objects of one shard, their recency, the tasks naming them | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
-//! | `segments` | the segment table | allocation (read), mount/unmount (write, brief) |
-//! | `pool` | the offboarding worker pool | starting, stopping and feeding the workers |
-//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | briefly, by the paths above; never two at once |
+//! | lock | guards | room | taken by |
+//! |---|---|---|---|
+//! | — (lock-free) | liveness records, registry, names (readers), counters, event log | the core; `Membership`; `Journal` | Ping, every eligibility check |
+//! | `monitor` | the liveness monitor | the core | a tick, while the monitor runs (released before anything below) |
+//! | `client stripe` | one client's membership changes | `Membership` | Mount, ReMount, Unmount, LocalDisk mount |
+//! | `gate` | the set of segments, LocalDisk registrations and external entries | `Membership` | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
+//! | `names` | the writers of the client-name table | `Membership` | a mount interning a new name, a failed first mount forgetting it |
+//! | `metadata shard` | objects of one shard, their recency, the tasks naming them | `Data` | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
+//! | `segments` | the segment table | `Data` | allocation (read), mount/unmount (write, brief) |
+//! | `pool` | the offboarding worker pool | the core | starting, stopping and feeding the workers |
+//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | `Data` (allocators, quotas, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); the core (offboarding state, NoF) | briefly, by the paths above; never two at once |
 //!
 //! **Order** (the table and this line are checked against `lock_order::ORDER` by a test; a thread holding a
 //! lock only takes locks further down): `monitor` → `client stripe` → `gate` → `names` → one
@@ -88,6 +101,7 @@ mod offboard;
 mod options;
 mod query;
 mod quota;
+mod rooms;
 mod segment;
 mod shard;
 mod snapshot;
@@ -108,66 +122,19 @@ pub use options::{MasterOptions, DEFAULT_METADATA_SHARDS, DEFAULT_TENANT};
 pub use query::{ClientStatus, QueryReport, SegmentStatus};
 pub use quota::TenantQuota;
 pub(crate) use quota::{add_refund, Refunds};
+pub use rooms::LocalDisk;
+use rooms::LocalDisks;
 pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentAlloc, SegmentId, Segments};
 pub use shard::{Objects, Shard, Shards};
 pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, Incarnation, Liveness, Owner, Registry, Transition};
+use crate::liveness::{ClientId, Incarnation, Liveness, Registry, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
-use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::{Arc, CellArc, Mutex, MutexGuard, RwLockReadGuard};
 use lock_order::{Level, Ordered};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, BTreeSet};
-
-/// Membership stripes (per-client mount serialization).
-#[cfg(not(loom))]
-const STRIPES: usize = 256;
-/// Under loom every stripe is a modelled mutex built per iteration; the models use two clients,
-/// so two stripes keep them cheap (two clients may share a stripe: that only serializes mounts).
-#[cfg(loom)]
-const STRIPES: usize = 2;
-
-/// A client's LocalDisk (SSD) registration.
-#[derive(Debug)]
-pub struct LocalDisk {
-    /// The incarnation that registered it.
-    pub owner: Owner,
-    /// The client's name (what descriptors print).
-    pub client_name: CellArc<str>,
-    /// Capacity, bytes.
-    pub capacity: u64,
-    /// Bytes used by LocalDisk replicas and offloads in flight.
-    pub used: u64,
-    /// Keys with a LocalDisk replica here.
-    pub keys: BTreeSet<String>,
-    /// Bytes released while a snapshot runs, still counted in `used` until it ends (as
-    /// `Segment::hold_frees` does for segments).
-    pub held: u64,
-    /// A snapshot is running: releases are held.
-    pub hold: bool,
-}
-
-impl LocalDisk {
-    /// Releases `size` bytes (held until the running snapshot ends, if one runs).
-    pub(crate) fn release(&mut self, size: u64) {
-        if self.hold {
-            self.held = self.held.saturating_add(size);
-        } else {
-            self.used = self.used.saturating_sub(size);
-        }
-    }
-
-    /// Starts or ends holding releases for a snapshot (see `Segment::hold_frees`).
-    pub(crate) fn hold_frees(&mut self, hold: bool) {
-        self.hold = hold;
-        if !hold {
-            self.used = self.used.saturating_sub(std::mem::take(&mut self.held));
-        }
-    }
-}
+use std::collections::BTreeMap;
 
 /// The reference master: the shared state (`MasterCore`, where every request path does its
 /// work) plus, in asynchronous mode, the offboarding workers it started. Dropping it stops them.
@@ -192,23 +159,14 @@ pub(crate) struct MasterCore {
     monitor: Mutex<Monitor>,
     tick_ms: u64,
     options: MasterOptions,
-    names: names::Names,
-    stripes: Box<[Mutex<Stripe>]>,
-    gate: RwLock<Gate>,
-    segments: RwLock<Segments>,
-    shards: Shards,
-    tasks: Mutex<Tasks>,
-    local_disks: Mutex<BTreeMap<ClientId, LocalDisk>>,
+    membership: rooms::Membership,
+    data: rooms::Data,
+    work: rooms::Work,
+    journal: rooms::Journal,
     nof: Mutex<nof::NofSegments>,
-    quotas: Mutex<BTreeMap<String, TenantQuota>>,
     offboarding: Mutex<offboard::Offboarding>,
     #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
     pool: Mutex<Option<offboard::Pool>>,
-    rng: Mutex<ChaCha8Rng>,
-    evict_cursor: AtomicU64,
-    external: Mutex<Box<dyn ExternalMetadata>>,
-    events: event_log::EventLog,
-    counters: stats::Counters,
 }
 
 /// Locks `m` at its level (checked in debug builds: [`lock_order`]), recovering from a panic
@@ -218,42 +176,16 @@ pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
     Held::take(T::LEVEL, || m.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// A client stripe's guarded value (its lock serializes one client's membership changes).
-#[derive(Debug)]
-struct Stripe;
-
-/// The membership gate's guarded value.
-#[derive(Debug)]
-struct Gate;
-
 impl Ordered for Monitor {
     const LEVEL: Level = Level::Monitor;
-}
-impl Ordered for Stripe {
-    const LEVEL: Level = Level::Stripe;
 }
 impl Ordered for Option<offboard::Pool> {
     const LEVEL: Level = Level::Pool;
 }
-impl Ordered for Tasks {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for BTreeMap<ClientId, LocalDisk> {
-    const LEVEL: Level = Level::Leaf;
-}
 impl Ordered for nof::NofSegments {
     const LEVEL: Level = Level::Leaf;
 }
-impl Ordered for BTreeMap<String, TenantQuota> {
-    const LEVEL: Level = Level::Leaf;
-}
 impl Ordered for offboard::Offboarding {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for ChaCha8Rng {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for Box<dyn ExternalMetadata> {
     const LEVEL: Level = Level::Leaf;
 }
 
@@ -299,17 +231,17 @@ impl Master {
 impl Master {
     /// The liveness core.
     pub fn liveness(&self) -> &Liveness {
-        self.core.liveness()
+        &self.core.live
     }
 
     /// The monitor (locked: a tick waits for the caller).
     pub fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
-        self.core.monitor()
+        lock(&self.core.monitor)
     }
 
     /// The monitor's tick, ms.
     pub fn tick_ms(&self) -> u64 {
-        self.core.tick_ms()
+        self.core.tick_ms
     }
 
     /// Runs one monitor tick at the clock's time, then offboarding: retries that are due, then
@@ -322,76 +254,77 @@ impl Master {
     /// A shared handle on the liveness core (Ping handlers may use it without the master; their
     /// recoveries are counted in [`Master::stats`] all the same).
     pub fn liveness_handle(&self) -> Arc<Liveness> {
-        self.core.liveness_handle()
+        self.core.live.clone()
     }
 
     /// Takes the events produced since the last call, in the order they happened (each
     /// thread's in its order). The log is bounded (`MasterOptions::event_log_capacity`): beyond
     /// it the oldest events are dropped and counted in [`Stats`](crate::telemetry::Stats).
     pub fn take_events(&self) -> Vec<MasterEvent> {
-        self.core.take_events()
+        self.core.journal.take()
     }
 
     /// The id of client `name`, if a mount of it ever succeeded. Lock-free; creates nothing.
     pub fn client_id(&self, name: &str) -> Option<ClientId> {
-        self.core.client_id(name)
+        self.core.membership.names().lookup(name)
     }
 
     /// The id of client `name` if it was ever interned (same as [`Master::client_id`]).
     pub fn known_client_id(&self, name: &str) -> Option<ClientId> {
-        self.core.known_client_id(name)
+        self.core.membership.names().lookup(name)
     }
 
     /// The name of client `id`.
     pub fn client_name(&self, id: ClientId) -> String {
-        self.core.client_name(id)
+        self.core.membership.client_name(id)
     }
 
     /// The current incarnation of client `name` (the token decisions.md question 4 promises:
     /// pass it to [`Master::ping_with_token`] / [`Master::mount_with_token`]).
     pub fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
-        self.core.incarnation_of(name)
+        let id = self.core.membership.names().lookup(name)?;
+        self.core.live.registry().get(id).map(|r| r.incarnation())
     }
 
     /// The segment table (read-locked: release it before calling back into the master).
     pub fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
-        self.core.segments()
+        self.core.data.segments()
     }
 
     /// The metadata shards.
     pub fn shards(&self) -> &Shards {
-        self.core.shards()
+        self.core.data.shards()
     }
 
     /// A copy of every object, by key (diagnostics and tests: O(objects), one shard lock at a
     /// time, so under concurrent writes it is a per-shard cut).
     pub fn objects(&self) -> BTreeMap<String, Object> {
-        self.core.objects()
+        self.core.data.shards().copy_all()
     }
 
     /// A copy of `key`'s object.
     pub fn object(&self, key: &str) -> Option<Object> {
-        self.core.object(key)
+        self.core.data.shards().lock_key(key).objects.get(key).cloned()
     }
 
     /// The tasks (locked).
     pub fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
-        self.core.tasks()
+        self.core.work.tasks()
     }
 
     /// LocalDisk registrations (locked).
-    pub fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
-        self.core.local_disks()
+    pub fn local_disks(&self) -> Held<MutexGuard<'_, LocalDisks>> {
+        self.core.membership.local_disks()
     }
 
     /// The external metadata store (locked).
     pub fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
-        self.core.external_metadata()
+        self.core.membership.external()
     }
 
     /// The NoF segments (locked).
     pub fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
-        self.core.nof()
+        lock(&self.core.nof)
     }
 }
 
@@ -401,138 +334,29 @@ impl MasterCore {
         let live = Arc::new(Liveness::with_registry(clock, config, registry));
         let monitor = Monitor::new(&live);
         let tick_ms = monitor.tick_ms();
-        let names = names::Names::with_shards(options.registry_shards);
         Self {
-            events: event_log::EventLog::new(options.event_log_capacity),
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
-            shards: Shards::new(options.metadata_shards, options.expected_objects),
+            journal: rooms::Journal::new(options.event_log_capacity),
+            data: rooms::Data::new(options.metadata_shards, options.expected_objects, options.seed),
+            membership: rooms::Membership::new(options.registry_shards),
+            work: rooms::Work::default(),
             live,
             monitor: Mutex::new(monitor),
             tick_ms,
             options,
-            names,
-            stripes: (0..STRIPES).map(|_| Mutex::new(Stripe)).collect(),
-            gate: RwLock::new(Gate),
-            segments: RwLock::new(Segments::default()),
-            tasks: Mutex::new(Tasks::default()),
-            local_disks: Mutex::new(BTreeMap::new()),
             nof: Mutex::new(nof::NofSegments::default()),
-            quotas: Mutex::new(BTreeMap::new()),
             offboarding: Mutex::new(offboard::Offboarding::default()),
             pool: Mutex::new(None),
-            evict_cursor: AtomicU64::new(0),
-            external: Mutex::new(Box::new(InMemoryMetadata::default())),
-            counters: stats::Counters::default(),
         }
-    }
-
-    /// The work behind [`Master::liveness`].
-    pub(crate) fn liveness(&self) -> &Liveness {
-        &self.live
-    }
-
-    /// The work behind [`Master::monitor`].
-    pub(crate) fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
-        lock(&self.monitor)
-    }
-
-    /// The work behind [`Master::tick_ms`].
-    pub(crate) fn tick_ms(&self) -> u64 {
-        self.tick_ms
     }
 
     /// The work behind [`Master::tick`].
     pub(crate) fn tick(&self) {
         let report = lock(&self.monitor).tick(&self.live);
         for ev in report.events {
-            self.record(MasterEvent::Liveness(ev));
+            self.journal.record(MasterEvent::Liveness(ev));
         }
         self.run_offboarding(report.jobs);
         self.publish_gauges();
-    }
-
-    /// The work behind [`Master::liveness_handle`].
-    pub(crate) fn liveness_handle(&self) -> Arc<Liveness> {
-        self.live.clone()
-    }
-
-    /// The work behind [`Master::take_events`].
-    pub(crate) fn take_events(&self) -> Vec<MasterEvent> {
-        self.events.take()
-    }
-
-    /// The work behind [`Master::client_id`].
-    pub(crate) fn client_id(&self, name: &str) -> Option<ClientId> {
-        self.names.lookup(name)
-    }
-
-    /// The work behind [`Master::known_client_id`].
-    pub(crate) fn known_client_id(&self, name: &str) -> Option<ClientId> {
-        self.names.lookup(name)
-    }
-
-    /// The work behind [`Master::client_name`].
-    pub(crate) fn client_name(&self, id: ClientId) -> String {
-        self.names.name(id).map_or_else(|| id.to_string(), |n| n.to_string())
-    }
-
-    /// The work behind [`Master::incarnation_of`].
-    pub(crate) fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
-        let id = self.names.lookup(name)?;
-        self.live.registry().get(id).map(|r| r.incarnation())
-    }
-
-    /// The work behind [`Master::segments`].
-    pub(crate) fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
-        Held::take(Level::Segments, || {
-            self.segments.read().unwrap_or_else(|e| e.into_inner())
-        })
-    }
-
-    fn segments_mut(&self) -> Held<RwLockWriteGuard<'_, Segments>> {
-        Held::take(Level::Segments, || {
-            self.segments.write().unwrap_or_else(|e| e.into_inner())
-        })
-    }
-
-    /// The work behind [`Master::shards`].
-    pub(crate) fn shards(&self) -> &Shards {
-        &self.shards
-    }
-
-    /// The work behind [`Master::objects`].
-    pub(crate) fn objects(&self) -> BTreeMap<String, Object> {
-        let mut out = BTreeMap::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
-            out.extend(shard.objects.iter().map(|(k, o)| (k.clone(), o.clone())));
-        }
-        out
-    }
-
-    /// The work behind [`Master::object`].
-    pub(crate) fn object(&self, key: &str) -> Option<Object> {
-        self.shards.lock_key(key).objects.get(key).cloned()
-    }
-
-    /// The work behind [`Master::tasks`].
-    pub(crate) fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
-        lock(&self.tasks)
-    }
-
-    /// The work behind [`Master::local_disks`].
-    pub(crate) fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
-        lock(&self.local_disks)
-    }
-
-    /// The work behind [`Master::external_metadata`].
-    pub(crate) fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
-        lock(&self.external)
-    }
-
-    /// The work behind [`Master::nof`].
-    pub(crate) fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
-        lock(&self.nof)
     }
 
     fn seam(&self) -> crate::eligibility::Seam {
@@ -541,24 +365,9 @@ impl MasterCore {
         }
     }
 
-    fn stripe(&self, name: &str) -> Held<MutexGuard<'_, Stripe>> {
-        use std::hash::BuildHasher;
-        let h = foldhash::fast::FixedState::default().hash_one(name);
-        lock(&self.stripes[(h as usize) % STRIPES])
-    }
-
-    fn gate_shared(&self) -> Held<RwLockReadGuard<'_, Gate>> {
-        Held::take(Level::Gate, || self.gate.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// The gate, exclusively (a snapshot).
-    fn gate_exclusive(&self) -> Held<RwLockWriteGuard<'_, Gate>> {
-        Held::take(Level::Gate, || self.gate.write().unwrap_or_else(|e| e.into_inner()))
-    }
-
     fn push_transition(&self, t: Option<Transition>) {
         if let Some(t) = t {
-            self.record(MasterEvent::Liveness(LivenessEvent::Transition(t)));
+            self.journal.record(MasterEvent::Liveness(LivenessEvent::Transition(t)));
         }
     }
 }
@@ -599,11 +408,11 @@ mod tests {
         m.mount("c1", "s1", 100).unwrap();
         m.put("k", 10, 1).unwrap(); // incomplete, on s1
         let recheck = || {
-            let mut shard = m.core.shards.lock_key("k");
+            let mut shard = m.core.data.shards().lock_key("k");
             let mut refunds = Refunds::new();
             m.core.undo_raced_allocations(&mut shard, "k", &mut refunds);
             drop(shard);
-            m.core.apply_refunds(refunds);
+            m.core.data.quotas().apply_refunds(refunds);
             m.objects().get("k").map_or(0, |o| o.replicas.len())
         };
         assert_eq!(recheck(), 1, "an Active owner's replica was dropped");
@@ -635,7 +444,7 @@ mod tests {
         let id = m.replicate("k", "s2", false).unwrap();
         let s2 = m.segments().by_name("s2").cloned().unwrap();
         let recheck = || {
-            let mut shard = m.core.shards.lock_key("k");
+            let mut shard = m.core.data.shards().lock_key("k");
             m.core.settle_new_task(&mut shard, id, &s2.owner, Some(&s2))
         };
         assert_eq!(recheck(), Ok(()), "a task for an Active target owner was cancelled");
@@ -694,11 +503,11 @@ mod tests {
             m.tasks().get(task).is_some(),
             "the outbox job has not run: the task is still there"
         );
-        let mut shard = m.core.shards.lock_key("k");
+        let mut shard = m.core.data.shards().lock_key("k");
         let mut refunds = Refunds::new();
         m.core.finish_task_in(&mut shard, task, &mut refunds);
         drop(shard);
-        m.core.apply_refunds(refunds);
+        m.core.data.quotas().apply_refunds(refunds);
         let objects = m.objects();
         let local = objects["k"].replicas.iter().filter(|r| r.segment().is_none()).count();
         assert_eq!(local, 0, "an Offline executor's LocalDisk replica was kept");
@@ -784,7 +593,7 @@ mod tests {
     #[test]
     fn a_stall_is_counted_in_the_masters_stats_with_its_length() {
         let (clock, m) = manual_master(20_000, MasterOptions::default());
-        assert!(!m.core.shards.is_empty() && m.core.shards.len().is_power_of_two());
+        assert!(!m.core.data.shards().is_empty() && m.core.data.shards().len().is_power_of_two());
         let counted = |m: &Master| {
             let s = m.segments(); // one guard
             (s.len(), s.is_empty())
@@ -852,7 +661,7 @@ mod tests {
         m.put("b", 60, 1).unwrap();
 
         m.mount_local_disk("c1", 1_000).unwrap();
-        let mut disks = lock(&m.core.local_disks);
+        let mut disks = m.core.membership.local_disks();
         let disk = disks.values_mut().next().unwrap();
         disk.used = 60;
         disk.hold_frees(true);

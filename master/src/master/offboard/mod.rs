@@ -291,7 +291,7 @@ impl MasterCore {
         match complete_client_offboarding(&mut Inline(self), self.live.registry(), job) {
             Ok(done) => {
                 crate::telemetry::job_completed(now.saturating_sub(committed_at));
-                self.record(MasterEvent::Offboarded {
+                self.journal.record(MasterEvent::Offboarded {
                     client: done.client,
                     incarnation: done.incarnation,
                     attempts: done.attempts,
@@ -300,7 +300,7 @@ impl MasterCore {
             }
             Err(job) => {
                 let retry = lock(&self.offboarding).schedule.retry(job, now, &limits);
-                self.record(MasterEvent::OffboardingRetry {
+                self.journal.record(MasterEvent::OffboardingRetry {
                     client: retry.client,
                     incarnation: retry.incarnation,
                     step: retry.step,

@@ -54,7 +54,7 @@ impl SharedSteps for MasterCore {
     }
 
     fn on_retry(&self, retry: &crate::offboarding::schedule::Retry) {
-        self.count_step_failure(retry.step);
+        self.journal.count_step_failure(retry.step);
     }
 }
 
@@ -99,7 +99,7 @@ impl MasterCore {
         let on_complete = move |done: crate::offboarding::Completed| {
             if let Some(core) = weak.upgrade() {
                 let at_ms = core.now_ms();
-                core.record(MasterEvent::Offboarded {
+                core.journal.record(MasterEvent::Offboarded {
                     client: done.client,
                     incarnation: done.incarnation,
                     attempts: done.attempts,

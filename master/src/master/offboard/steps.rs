@@ -74,7 +74,7 @@ impl MasterCore {
         // job whose client had more of them than the budget answer `More` for ever (issue 29
         // defect 3).
         let tasks: Vec<(u64, usize)> = {
-            let tasks = lock(&self.tasks);
+            let tasks = self.work.tasks();
             tasks
                 .of_client(client)
                 .into_iter()
@@ -84,26 +84,26 @@ impl MasterCore {
         };
         for (id, si) in tasks {
             budget -= 1;
-            let mut shard = self.shards.lock(si);
+            let mut shard = self.data.shards().lock(si);
             self.cancel_task_in(&mut shard, id, &mut refunds);
         }
         for seg in self.owned_segments(&record) {
             let keys = take_keys(&mut seg.alloc().keys, budget);
             budget -= keys.len();
             for key in &keys {
-                let mut shard = self.shards.lock_key(key);
+                let mut shard = self.data.shards().lock_key(key);
                 self.cancel_tasks_touching_in(&mut shard, key, seg.id, &mut refunds);
                 self.remove_replicas_in(&mut shard, key, |r| r.segment() == Some(seg.id), &mut refunds);
             }
         }
-        let disk_keys = match lock(&self.local_disks).get_mut(&client) {
+        let disk_keys = match self.membership.local_disks().get_mut(&client) {
             Some(d) if d.owner.is(&record) => take_keys(&mut d.keys, budget),
             _ => Default::default(),
         };
         budget -= disk_keys.len();
         let mine = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if owner.is(&record));
         for key in &disk_keys {
-            let mut shard = self.shards.lock_key(key);
+            let mut shard = self.data.shards().lock_key(key);
             self.remove_replicas_in(&mut shard, key, mine, &mut refunds);
         }
         let mut off = lock(&self.offboarding);
@@ -119,7 +119,8 @@ impl MasterCore {
     }
 
     fn owned_segments(&self, record: &Arc<ClientLivenessRecord>) -> Vec<Arc<Segment>> {
-        self.segments()
+        self.data
+            .segments()
             .owned_by(record.client())
             .into_iter()
             .filter(|s| s.owner.is(record))
@@ -132,7 +133,7 @@ impl MasterCore {
     /// recorded after, a mount could take the name in between and lose its entry to the
     /// job's delete).
     fn step_segments(&self, job: &mut ClientOffboardingJob) {
-        let _gate = self.gate_shared();
+        let _gate = self.membership.gate_shared();
         let record = job.record().clone();
         let key = (job.client(), job.incarnation());
         for seg in self.owned_segments(&record) {
@@ -148,8 +149,8 @@ impl MasterCore {
 
     /// `local_disk`: the registration goes (its replicas and offloads went with `metadata`).
     fn step_local_disk(&self, job: &mut ClientOffboardingJob) {
-        let _gate = self.gate_shared();
-        let mut disks = lock(&self.local_disks);
+        let _gate = self.membership.gate_shared();
+        let mut disks = self.membership.local_disks();
         if disks.get(&job.client()).is_some_and(|d| d.owner.is(job.record())) {
             disks.remove(&job.client());
         }
@@ -162,12 +163,12 @@ impl MasterCore {
             let mut off = lock(&self.offboarding);
             std::mem::take(&mut off.scratch.entry(key).or_default().refunds)
         };
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
     }
 
     /// `external_metadata`: delete the unmounted segments' entries (idempotent).
     fn step_external(&self, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
-        let _gate = self.gate_shared();
+        let _gate = self.membership.gate_shared();
         let key = (job.client(), job.incarnation());
         let names = lock(&self.offboarding)
             .scratch
@@ -175,7 +176,7 @@ impl MasterCore {
             .map(|s| s.segment_names.clone())
             .unwrap_or_default();
         {
-            let mut external = lock(&self.external);
+            let mut external = self.membership.external();
             for name in &names {
                 external
                     .delete(name)

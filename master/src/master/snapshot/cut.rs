@@ -43,10 +43,10 @@ impl Drop for HoldFrees<'_> {
 
 /// Each segment's allocator, then the LocalDisk table, one leaf at a time.
 fn hold_all(m: &MasterCore, hold: bool) {
-    for s in m.segments().iter() {
+    for s in m.data.segments().iter() {
         s.hold_frees(hold);
     }
-    for d in lock(&m.local_disks).values_mut() {
+    for d in m.membership.local_disks().values_mut() {
         d.hold_frees(hold);
     }
 }
@@ -61,19 +61,20 @@ impl Master {
 impl MasterCore {
     /// The work behind [`Master::snapshot`].
     pub(crate) fn snapshot(&self) -> Snapshot {
-        let _gate = self.gate_exclusive();
+        let _gate = self.membership.gate_exclusive();
         // Before any shard is copied (see `Segment::hold_frees`); released on every exit.
         let _hold = HoldFrees::start(self);
         let segments = self.segment_snaps();
-        let local_disks = lock(&self.local_disks).values().map(local_disk_snap).collect();
-        let external = lock(&self.external).entries();
+        let local_disks = self.membership.local_disks().values().map(local_disk_snap).collect();
+        let external = self.membership.external().entries();
         let (objects, tasks) = self.shard_snaps();
         // The liveness sections as `persist` takes them (a job's final compare-and-erase takes no
         // gate: `persist::client_sections` drops the vacant slot of a client it also captured),
         // with the progress of the jobs parked in the master.
         let (clients, vacant) = self.client_sections();
         let names = self
-            .names
+            .membership
+            .names()
             .all()
             .into_iter()
             .map(|(n, id)| (n.to_string(), id.0))
@@ -93,8 +94,11 @@ impl MasterCore {
             .map(|((c, i), s)| scratch_snap(*c, *i, s))
             .collect();
         // One leaf per statement (in the struct literal below the guards would all be held).
-        let next_task_id = lock(&self.tasks).last_id();
-        let quotas = lock(&self.quotas)
+        let next_task_id = self.work.tasks().last_id();
+        let quotas = self
+            .data
+            .quotas()
+            .table()
             .iter()
             .map(|(t, q)| (t.clone(), q.used, q.limit))
             .collect();
@@ -113,7 +117,7 @@ impl MasterCore {
             tasks,
             local_disks,
             quotas,
-            lru_clock: self.shards.clock(),
+            lru_clock: self.data.shards().clock(),
             nof,
             external,
             scratch,
@@ -121,7 +125,8 @@ impl MasterCore {
     }
 
     fn segment_snaps(&self) -> Vec<SegmentSnap> {
-        self.segments()
+        self.data
+            .segments()
             .iter()
             .map(|s| SegmentSnap {
                 name: s.name.clone(),
@@ -138,15 +143,15 @@ impl MasterCore {
     fn shard_snaps(&self) -> (Vec<ObjectSnap>, Vec<TaskSnap>) {
         let mut entries: Vec<(u128, String, ObjectSnap)> = Vec::new();
         let mut tasks = Vec::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
+        for i in 0..self.data.shards().len() {
+            let shard = self.data.shards().lock(i);
             entries.extend(
                 shard
                     .objects
                     .iter()
                     .map(|(k, o)| (key_prefix(k), k.clone(), object_snap(k, o))),
             );
-            let table = lock(&self.tasks);
+            let table = self.work.tasks();
             tasks.extend(
                 table
                     .of_shard(i)
