@@ -35,10 +35,10 @@ fn hold_everything<'a>(m: &'a MasterCore, segments: &'a [Arc<Segment>]) -> Vec<B
     }
     held.push(Box::new(m.work.tasks_raw()));
     held.push(Box::new(m.membership.local_disks_raw()));
-    held.push(Box::new(raw(&m.nof)));
+    held.push(Box::new(m.data.nof_raw()));
     held.push(Box::new(m.data.quotas().table_raw()));
-    held.push(Box::new(raw(&m.offboarding)));
-    held.push(Box::new(raw(&m.pool)));
+    held.push(Box::new(m.jobs.state_raw()));
+    held.push(Box::new(m.jobs.pool_raw()));
     held.push(Box::new(m.data.rng_raw()));
     held.push(Box::new(m.membership.external_raw()));
     held

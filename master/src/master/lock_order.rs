@@ -11,8 +11,8 @@
 //!   the crate, the liveness core's included, and fails when acquisitions close a cycle.
 //!
 //! Ground rules:
-//! - Every master lock is owned by one room (`rooms/`: `Membership`, `Data`, `Work`; the
-//!   monitor, the pool, the offboarding state and NoF by the core itself), private to it, and
+//! - Every master lock is owned by one room (`rooms/`: `Membership`, `Data`, `Work`, `Jobs`;
+//!   the monitor by the core itself), private to it, and
 //!   taken only through that room's methods: [`lock`](super::lock) (leaves, the monitor, the
 //!   pool, the stripes), `Shards::lock`, the segment table's accessors, the gate's accessors or
 //!   `Segment::alloc`, each of which wraps its guard in a [`Held`]. The level comes from the
@@ -78,12 +78,12 @@ pub(crate) const ORDER: [(Level, &str, &str, &str); 8] = [
         "`Data`",
     ),
     (Level::Segments, "segments", "the segment table", "`Data`"),
-    (Level::Pool, "pool", "the offboarding worker pool", "the core"),
+    (Level::Pool, "pool", "the offboarding worker pool", "`Jobs`"),
     (
         Level::Leaf,
         "leaf",
         "a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG",
-        "`Data` (allocators, quotas, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); the core (offboarding state, NoF)",
+        "`Data` (allocators, quotas, NoF, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); `Jobs` (offboarding state)",
     ),
 ];
 

@@ -20,12 +20,13 @@
 //! | room | holds |
 //! |---|---|
 //! | `Membership` | the client-name table, the client stripes, the gate, the LocalDisk registrations, the external metadata store |
-//! | `Data` | the metadata shards, the segment table, the quotas (`quota`), the allocation RNG, the eviction cursor |
+//! | `Data` | the metadata shards, the segment table, the NoF segments, the quotas (`quota`), the allocation RNG, the eviction cursor |
 //! | `Work` | the task table |
+//! | `Jobs` | the offboarding state (driver, outbox, parked jobs, scratch) and the worker pool |
 //! | `Journal` | the event log and the counters (lock-free: Ping's side) |
 //!
-//! The core keeps the liveness core, the monitor, the offboarding state and worker pool, and
-//! the NoF segments. Below the paths: `segment`, `shard`, `task`, `object`, `names` (the
+//! The core keeps the liveness core (lock-free, behind its own methods) and the monitor.
+//! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the
 //! tables), `external` (the external metadata store), `events` (what the master hands out) and
 //! `error` import no path; `options` holds [`MasterOptions`].
 //! This file owns the [`Master`] / `MasterCore` pair, the lock table below and the accessors;
@@ -50,8 +51,8 @@
 //! | `names` | the writers of the client-name table | `Membership` | a mount interning a new name, a failed first mount forgetting it |
 //! | `metadata shard` | objects of one shard, their recency, the tasks naming them | `Data` | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
 //! | `segments` | the segment table | `Data` | allocation (read), mount/unmount (write, brief) |
-//! | `pool` | the offboarding worker pool | the core | starting, stopping and feeding the workers |
-//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | `Data` (allocators, quotas, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); the core (offboarding state, NoF) | briefly, by the paths above; never two at once |
+//! | `pool` | the offboarding worker pool | `Jobs` | starting, stopping and feeding the workers |
+//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | `Data` (allocators, quotas, NoF, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); `Jobs` (offboarding state) | briefly, by the paths above; never two at once |
 //!
 //! **Order** (the table and this line are checked against `lock_order::ORDER` by a test; a thread holding a
 //! lock only takes locks further down): `monitor` → `client stripe` → `gate` → `names` → one
@@ -163,10 +164,7 @@ pub(crate) struct MasterCore {
     data: rooms::Data,
     work: rooms::Work,
     journal: rooms::Journal,
-    nof: Mutex<nof::NofSegments>,
-    offboarding: Mutex<offboard::Offboarding>,
-    #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
-    pool: Mutex<Option<offboard::Pool>>,
+    jobs: rooms::Jobs,
 }
 
 /// Locks `m` at its level (checked in debug builds: [`lock_order`]), recovering from a panic
@@ -178,15 +176,6 @@ pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
 
 impl Ordered for Monitor {
     const LEVEL: Level = Level::Monitor;
-}
-impl Ordered for Option<offboard::Pool> {
-    const LEVEL: Level = Level::Pool;
-}
-impl Ordered for nof::NofSegments {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for offboard::Offboarding {
-    const LEVEL: Level = Level::Leaf;
 }
 
 impl Master {
@@ -324,7 +313,7 @@ impl Master {
 
     /// The NoF segments (locked).
     pub fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
-        lock(&self.core.nof)
+        self.core.data.nof()
     }
 }
 
@@ -343,9 +332,7 @@ impl MasterCore {
             monitor: Mutex::new(monitor),
             tick_ms,
             options,
-            nof: Mutex::new(nof::NofSegments::default()),
-            offboarding: Mutex::new(offboard::Offboarding::default()),
-            pool: Mutex::new(None),
+            jobs: rooms::Jobs::default(),
         }
     }
 
@@ -520,14 +507,14 @@ mod tests {
     #[test]
     fn start_offboarding_workers_starts_the_pool_and_shutdown_stops_it() {
         let (_clock, m) = manual_master(2_000, MasterOptions::default());
-        assert!(lock(&m.core.pool).is_none());
+        assert!(m.core.jobs.pool().is_none());
         m.start_offboarding_workers();
         assert!(
-            lock(&m.core.pool).is_some(),
+            m.core.jobs.pool().is_some(),
             "no worker pool after start_offboarding_workers"
         );
         assert_eq!(m.shutdown_offboarding(), 0, "an idle pool hands nothing back");
-        assert!(lock(&m.core.pool).is_none());
+        assert!(m.core.jobs.pool().is_none());
     }
 
     /// Dropping a master stops its worker pool: the workers hold the core, so without the stop

@@ -15,7 +15,7 @@
 //! final compare-and-erase is [`complete_client_offboarding`](crate::offboarding::complete_client_offboarding)'s),
 //! the parked jobs (`mod.rs`), the worker pool (`pool.rs`).
 
-use super::super::{add_refund, lock, Master, MasterCore, Refunds, Replica, ReplicaKind, Segment};
+use super::super::{add_refund, Master, MasterCore, Refunds, Replica, ReplicaKind, Segment};
 use crate::liveness::ClientLivenessRecord;
 use crate::offboarding::{CleanupError, ClientOffboardingJob, OffboardingSteps, Progress, Step};
 use crate::sync::Arc;
@@ -26,7 +26,7 @@ pub(super) const KEYS_PER_BATCH: usize = 1024;
 
 impl MasterCore {
     fn check_fault(&self, step: Step) -> Result<(), CleanupError> {
-        match lock(&self.offboarding).faults.get_mut(&step) {
+        match self.jobs.state().faults.get_mut(&step) {
             Some(n) if *n > 0 => {
                 *n -= 1;
                 Err(CleanupError::new(step, "injected failure"))
@@ -65,7 +65,7 @@ impl MasterCore {
         let record = job.record().clone();
         let client = record.client();
         let mut refunds = Refunds::new();
-        let mut budget = match lock(&self.offboarding).keys_per_batch {
+        let mut budget = match self.jobs.state().keys_per_batch {
             0 => KEYS_PER_BATCH,
             n => n,
         };
@@ -106,7 +106,7 @@ impl MasterCore {
             let mut shard = self.data.shards().lock_key(key);
             self.remove_replicas_in(&mut shard, key, mine, &mut refunds);
         }
-        let mut off = lock(&self.offboarding);
+        let mut off = self.jobs.state();
         let scratch = off.scratch.entry((client, record.incarnation())).or_default();
         for (tenant, bytes) in refunds {
             add_refund(&mut scratch.refunds, &tenant, bytes);
@@ -138,7 +138,7 @@ impl MasterCore {
         let key = (job.client(), job.incarnation());
         for seg in self.owned_segments(&record) {
             self.drop_segment(&seg, |name| {
-                let mut off = lock(&self.offboarding);
+                let mut off = self.jobs.state();
                 let names = &mut off.scratch.entry(key).or_default().segment_names;
                 if !names.iter().any(|n| n == name) {
                     names.push(name.to_string());
@@ -160,7 +160,7 @@ impl MasterCore {
     fn step_quota(&self, job: &mut ClientOffboardingJob) {
         let key = (job.client(), job.incarnation());
         let refunds = {
-            let mut off = lock(&self.offboarding);
+            let mut off = self.jobs.state();
             std::mem::take(&mut off.scratch.entry(key).or_default().refunds)
         };
         self.data.quotas().apply_refunds(refunds);
@@ -170,7 +170,9 @@ impl MasterCore {
     fn step_external(&self, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
         let _gate = self.membership.gate_shared();
         let key = (job.client(), job.incarnation());
-        let names = lock(&self.offboarding)
+        let names = self
+            .jobs
+            .state()
             .scratch
             .get(&key)
             .map(|s| s.segment_names.clone())
@@ -184,7 +186,7 @@ impl MasterCore {
             }
         }
         // Every input consumed: nothing of this incarnation is left in the master.
-        lock(&self.offboarding).scratch.remove(&key);
+        self.jobs.state().scratch.remove(&key);
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! The data room: the objects and where their bytes live. The metadata shards, the segment
-//! table, the tenants' quotas, the allocation RNG and the eviction cursor.
+//! table, the NoF segments, the tenants' quotas, the allocation RNG and the eviction cursor.
 //!
-//! Owns: the `metadata shard` and `segments` levels and the quota and RNG leaves (a segment's
+//! Owns: the `metadata shard` and `segments` levels and the NoF, quota and RNG leaves (a segment's
 //! allocator is a leaf of the segment itself). May not touch: any other room; a path that also
 //! needs the tasks, the LocalDisks or the names calls those rooms' methods.
 //!
@@ -12,6 +12,7 @@
 
 use super::super::lock;
 use super::super::lock_order::{Held, Level, Ordered};
+use super::super::nof::NofSegments;
 use super::super::quota::Quotas;
 use super::super::segment::Segments;
 use super::super::shard::Shards;
@@ -19,6 +20,9 @@ use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, RwLock, RwLockReadGuar
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+impl Ordered for NofSegments {
+    const LEVEL: Level = Level::Leaf;
+}
 impl Ordered for ChaCha8Rng {
     const LEVEL: Level = Level::Leaf;
 }
@@ -29,6 +33,7 @@ pub(crate) struct Data {
     shards: Shards,
     segments: RwLock<Segments>,
     quotas: Quotas,
+    nof: Mutex<NofSegments>,
     rng: Mutex<ChaCha8Rng>,
     evict_cursor: AtomicU64,
 }
@@ -41,6 +46,7 @@ impl Data {
             shards: Shards::new(shards, expected),
             segments: RwLock::new(Segments::default()),
             quotas: Quotas::default(),
+            nof: Mutex::new(NofSegments::default()),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             evict_cursor: AtomicU64::new(0),
         }
@@ -70,6 +76,11 @@ impl Data {
         &self.quotas
     }
 
+    /// The NoF segments (the leaf, locked).
+    pub(crate) fn nof(&self) -> Held<MutexGuard<'_, NofSegments>> {
+        lock(&self.nof)
+    }
+
     /// The allocation RNG (the leaf, locked).
     pub(crate) fn rng(&self) -> Held<MutexGuard<'_, ChaCha8Rng>> {
         lock(&self.rng)
@@ -85,6 +96,12 @@ impl Data {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn segments_raw(&self) -> RwLockWriteGuard<'_, Segments> {
         self.segments.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// See [`Data::segments_raw`].
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn nof_raw(&self) -> MutexGuard<'_, NofSegments> {
+        self.nof.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// See [`Data::segments_raw`].

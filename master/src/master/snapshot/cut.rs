@@ -11,7 +11,7 @@
 use super::super::object::{Object, ReplicaKind};
 use super::super::offboard::Scratch;
 use super::super::task::Task;
-use super::super::{lock, LocalDisk, Master, MasterCore};
+use super::super::{LocalDisk, Master, MasterCore};
 use crate::liveness::{ClientId, Incarnation};
 use crate::snapshot::*;
 
@@ -102,7 +102,9 @@ impl MasterCore {
             .iter()
             .map(|(t, q)| (t.clone(), q.used, q.limit))
             .collect();
-        let nof = lock(&self.nof)
+        let nof = self
+            .data
+            .nof()
             .iter()
             .map(|(n, s)| (n.clone(), s.size, s.failures))
             .collect();

@@ -22,7 +22,7 @@
 use super::super::offboard::Scratch;
 use super::super::segment::Segment;
 use super::super::task::{Task, TaskKind};
-use super::super::{lock, LocalDisk, Master, MasterCore, MasterOptions};
+use super::super::{LocalDisk, Master, MasterCore, MasterOptions};
 use super::claims::check_claims;
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
@@ -112,7 +112,7 @@ impl Master {
         r.quotas();
         m.data.shards().restore_clock(snap.lru_clock);
         {
-            let mut nof = lock(&m.nof);
+            let mut nof = m.data.nof();
             for (name, size, failures) in &snap.nof {
                 if !nof.restore(name, *size, *failures) {
                     return Err(bad(format!("NoF segment {name:?} listed twice or of size 0")));
