@@ -9,12 +9,13 @@
 use super::object::{Object, Replica, ReplicaKind};
 use super::segment::{AllocationStrategy, Segment, SegmentId, Segments};
 use super::shard::Shard;
-use super::{add_refund, Master, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
+use super::{add_refund, Held, Master, MasterCore, MasterError, Refunds, ReplicaDesc, TenantQuota, DEFAULT_TENANT};
 use crate::eligibility::Purpose;
 use crate::liveness::ClientLivenessRecord;
-use crate::sync::Arc;
+use crate::sync::{Arc, MutexGuard};
 use rand::seq::SliceRandom;
 use rand::Rng;
+use std::collections::BTreeMap;
 
 /// The most replicas one Put may ask for: more is `INVALID_PARAMS`, a clear refusal rather than
 /// an allocation on every segment of the table (issue 29 defect 6: a huge count overflowed the
@@ -100,6 +101,21 @@ impl Master {
     /// Remove: erases a key and releases its replicas.
     pub fn remove(&self, key: &str) -> Result<(), MasterError> {
         self.core.remove(key)
+    }
+
+    /// Bytes charged to all tenants (every replica, including ones being written).
+    pub fn quota_used(&self) -> u64 {
+        self.core.data.quotas().used()
+    }
+
+    /// Per-tenant quota accounting (locked).
+    pub fn quotas(&self) -> Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
+        self.core.data.quotas().table()
+    }
+
+    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
+    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
+        self.core.data.quotas().set_limit(tenant, limit)
     }
 }
 

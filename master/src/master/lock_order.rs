@@ -13,7 +13,7 @@
 //! Ground rules:
 //! - Every master lock is owned by one room (`rooms/`: `Membership`, `Data`, `Work`, `Jobs`;
 //!   the monitor by the core itself), private to it, and
-//!   taken only through that room's methods: [`lock`](super::lock) (leaves, the monitor, the
+//!   taken only through that room's methods: [`lock`] (leaves, the monitor, the
 //!   pool, the stripes), `Shards::lock`, the segment table's accessors, the gate's accessors or
 //!   `Segment::alloc`, each of which wraps its guard in a [`Held`]. The level comes from the
 //!   guarded type ([`Ordered`], implemented beside the room that owns the lock), so a new lock
@@ -24,6 +24,7 @@
 //!   threads on one OS thread, so a thread-local list would mix them); `Held` is then the
 //!   guard and a level, with no work on acquire or release.
 
+use crate::sync::{Mutex, MutexGuard};
 use std::ops::{Deref, DerefMut};
 
 /// A lock's level: a thread may take a lock only above every lock it holds.
@@ -91,6 +92,13 @@ pub(crate) const ORDER: [(Level, &str, &str, &str); 8] = [
 pub(crate) trait Ordered {
     /// The level of the lock guarding a value of this type.
     const LEVEL: Level;
+}
+
+/// Locks `m` at its level (checked in debug builds), recovering from a panic elsewhere (the
+/// data stays usable: every critical section leaves its table consistent before anything that
+/// can panic).
+pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
+    Held::take(T::LEVEL, || m.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// A guard of a master lock, registered with its level while it lives.

@@ -115,6 +115,7 @@ pub use error::MasterError;
 pub use event_log::DEFAULT_EVENT_LOG_CAPACITY;
 pub use events::{MasterEvent, ReplicaDesc, TaskDesc};
 pub use external::{ExternalMetadata, InMemoryMetadata};
+pub(crate) use lock_order::lock;
 pub use lock_order::Held;
 pub use membership::SegmentSpec;
 pub use object::{Object, Replica, ReplicaKind};
@@ -165,13 +166,6 @@ pub(crate) struct MasterCore {
     work: rooms::Work,
     journal: rooms::Journal,
     jobs: rooms::Jobs,
-}
-
-/// Locks `m` at its level (checked in debug builds: [`lock_order`]), recovering from a panic
-/// elsewhere (the data stays usable: every critical section leaves its table consistent before
-/// anything that can panic).
-pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
-    Held::take(T::LEVEL, || m.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 impl Ordered for Monitor {

@@ -8,8 +8,7 @@
 //! Arithmetic saturates: sizes come from clients, and a sum past `u64::MAX` must neither wrap
 //! nor panic. May not touch: any other lock.
 
-use super::lock_order::{Level, Ordered};
-use super::{lock, Master};
+use super::lock_order::{lock, Held, Level, Ordered};
 use crate::sync::{Mutex, MutexGuard};
 use std::collections::BTreeMap;
 
@@ -44,23 +43,6 @@ pub(crate) fn add_refund(refunds: &mut Refunds, tenant: &str, bytes: u64) {
     }
 }
 
-impl Master {
-    /// Bytes charged to all tenants (every replica, including ones being written).
-    pub fn quota_used(&self) -> u64 {
-        self.core.data.quotas().used()
-    }
-
-    /// Per-tenant quota accounting (locked).
-    pub fn quotas(&self) -> super::Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
-        self.core.data.quotas().table()
-    }
-
-    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
-    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
-        self.core.data.quotas().set_limit(tenant, limit)
-    }
-}
-
 impl Quotas {
     /// Bytes charged to all tenants.
     pub(crate) fn used(&self) -> u64 {
@@ -68,7 +50,7 @@ impl Quotas {
     }
 
     /// The table (the leaf, locked).
-    pub(crate) fn table(&self) -> super::Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
+    pub(crate) fn table(&self) -> Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
         lock(&self.table)
     }
 

@@ -10,8 +10,7 @@
 //! are taken alone and briefly, so they may be taken under a shard. The RNG is never held while
 //! a segment's allocator is read (both are leaves).
 
-use super::super::lock;
-use super::super::lock_order::{Held, Level, Ordered};
+use super::super::lock_order::{lock, Held, Level, Ordered};
 use super::super::nof::NofSegments;
 use super::super::quota::Quotas;
 use super::super::segment::Segments;

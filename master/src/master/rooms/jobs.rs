@@ -5,8 +5,7 @@
 //! offboarding state, never the reverse (`Level::Pool` sits above `Level::Leaf`). May not
 //! touch: any other room; the steps a job runs call the other rooms' methods.
 
-use super::super::lock;
-use super::super::lock_order::{Held, Level, Ordered};
+use super::super::lock_order::{lock, Held, Level, Ordered};
 use super::super::offboard::{Offboarding, Pool};
 use crate::sync::{Mutex, MutexGuard};
 

@@ -12,8 +12,7 @@
 //! is lock-free.
 
 use super::super::external::{ExternalMetadata, InMemoryMetadata};
-use super::super::lock;
-use super::super::lock_order::{Held, Level, Ordered};
+use super::super::lock_order::{lock, Held, Level, Ordered};
 use super::super::names::Names;
 use crate::liveness::{ClientId, Owner};
 use crate::sync::{CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -4,7 +4,7 @@
 //! object's shard lock (the data room's), so a path takes that shard first and this leaf under
 //! it, briefly. May not touch: any other room.
 
-use super::super::lock_order::{Held, Level, Ordered};
+use super::super::lock_order::{lock, Held, Level, Ordered};
 use super::super::task::Tasks;
 use crate::sync::{Mutex, MutexGuard};
 
@@ -21,7 +21,7 @@ impl Ordered for Tasks {
 impl Work {
     /// The tasks (the leaf, locked).
     pub(crate) fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
-        super::super::lock(&self.tasks)
+        lock(&self.tasks)
     }
 
     /// The tasks, past the order check (a test holding every lock of the master at once).
