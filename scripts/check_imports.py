@@ -23,7 +23,7 @@ What counts as an arrow from file A to file B:
 What does not count: an arrow from a module to its own descendants (e.g. `master/src/master/mod.rs`
 naming `offboard::Offboarding`, or declaring and re-exporting its children). Rust's privacy
 makes a parent and its children one unit: the children see the parent's private fields (the
-master's `impl MasterCore` blocks live in the path files, over fields `mod.rs` declares), and
+master's `impl MasterCore` blocks live in the path files, over the rooms `mod.rs` declares), and
 a parent is the only place its children can be made public. So a child may use its ancestors
 and the ancestors may use the child, but two files neither of which contains the other must
 not reach each other, directly or through others (siblings, cousins, or a child reaching a

@@ -3,7 +3,7 @@
 //!
 //! [`MasterPaths`] is implemented for the concurrent reference [`Master`] directly: every call
 //! is the master's own path, with the master's own locks (see `master/src/master/mod.rs`); Ping is
-//! [`MasterCore::ping`], which records a recovery among the master's events itself. The harness
+//! [`Master::ping`], which records a recovery among the master's events itself. The harness
 //! runs offboarding itself (the master's `Outbox` driver: `tick` hands the jobs minted to the
 //! harness's offboarding thread, which runs them through the same steps the master's workers
 //! use), so that the `upstream-main` design can run its own offboarding with upstream's locks.
@@ -13,10 +13,7 @@
 use crate::clock::{Clock, SystemClock};
 use crate::config::LivenessConfig;
 use crate::liveness::{ClientId, LivenessState, PingStatus};
-use crate::master::{
-    Master, MasterCore, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec,
-};
-use crate::offboarding::executor::SharedSteps;
+use crate::master::{Master, MasterError, MasterEvent, MasterOptions, OffboardingDriver, ReplicaDesc, SegmentSpec};
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, OffboardingSteps};
 use crate::LivenessEvent;
 use std::sync::Arc;
@@ -130,15 +127,15 @@ impl MasterPaths for Master {
     fn ping(&self, client: &str) -> PingStatus {
         // The master's own Ping (no lock): a recovery is recorded among its events, which
         // `tick` hands to the harness.
-        MasterCore::ping(self, client)
+        Master::ping(self, client)
     }
 
     fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
-        MasterCore::mount(self, client, segment, size)
+        Master::mount(self, client, segment, size)
     }
 
     fn remount_segments(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
-        MasterCore::remount(self, client, specs)
+        Master::remount(self, client, specs)
     }
 
     fn walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
@@ -147,23 +144,23 @@ impl MasterPaths for Master {
     }
 
     fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
-        MasterCore::unmount(self, client, segment)
+        Master::unmount(self, client, segment)
     }
 
     fn put(&self, key: &str, size: u64) -> Result<Vec<ReplicaDesc>, MasterError> {
-        MasterCore::put(self, key, size, 1)
+        Master::put(self, key, size, 1)
     }
 
     fn put_end(&self, key: &str) -> Result<(), MasterError> {
-        MasterCore::put_end(self, key)
+        Master::put_end(self, key)
     }
 
     fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        MasterCore::get(self, key)
+        Master::get(self, key)
     }
 
     fn remove(&self, key: &str) -> Result<(), MasterError> {
-        MasterCore::remove(self, key)
+        Master::remove(self, key)
     }
 
     fn contains(&self, key: &str) -> bool {
@@ -171,11 +168,11 @@ impl MasterPaths for Master {
     }
 
     fn client_id(&self, name: &str) -> Option<ClientId> {
-        MasterCore::client_id(self, name)
+        Master::client_id(self, name)
     }
 
     fn tick(&self) -> TickOutcome {
-        MasterCore::tick(self);
+        Master::tick(self);
         let changes = self
             .take_events()
             .into_iter()
@@ -212,12 +209,12 @@ impl MasterPaths for Master {
     }
 
     fn snapshot(&self) -> usize {
-        MasterCore::snapshot(self).objects.len()
+        Master::snapshot(self).objects.len()
     }
 }
 
 /// The workers' steps (`SharedSteps`, `&self`: one shard lock per bounded batch).
-struct Shared<'a>(&'a MasterCore);
+struct Shared<'a>(&'a Master);
 
 impl OffboardingSteps for Shared<'_> {
     fn run_step(
@@ -225,7 +222,7 @@ impl OffboardingSteps for Shared<'_> {
         step: crate::offboarding::Step,
         job: &mut ClientOffboardingJob,
     ) -> Result<crate::offboarding::Progress, crate::offboarding::CleanupError> {
-        SharedSteps::run_step(self.0, step, job)
+        self.0.run_step_shared(step, job)
     }
 }
 

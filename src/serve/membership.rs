@@ -1,8 +1,8 @@
 //! The membership RPCs: ServiceReady, GetStorageConfig, MountSegment, ReMountSegment,
 //! UnmountSegment, Ping, FetchTasks.
 //!
-//! Mount and ReMount go through the master's mount protocol (`MasterCore::mount` /
-//! `MasterCore::remount`: a liveness signal when they succeed; ReMount makes the incarnation
+//! Mount and ReMount go through the master's mount protocol (`Master::mount` /
+//! `Master::remount`: a liveness signal when they succeed; ReMount makes the incarnation
 //! ready, so the next Ping answers OK). A segment's address space is installed before the
 //! master publishes the segment (so a Put never finds a serving segment without one) and
 //! retired again if the mount fails. Ping is the master's lock-free Ping, nothing else.

@@ -25,7 +25,7 @@
 //!   segments goes; an object left without a replica is erased — completed *and* in-flight ones
 //!   (main's `ClearInvalidHandles` drops completed replicas with a dead handle and erases every
 //!   object that is no longer `IsValid()`, which a Put in progress on a dead segment is not).
-//!   The reference master's [`MasterCore::unmount`](crate::master::MasterCore::unmount) does exactly that to its data.
+//!   The reference master's [`Master::unmount`](crate::master::Master::unmount) does exactly that to its data.
 //! - **No remount barrier**: after expiry the client may ReMount at once (main has no Offline
 //!   state); its segments come back empty. ReMount of a client already ready is an idempotent
 //!   `OK` that pushes no ping (main returns before the push).
@@ -51,7 +51,7 @@
 //! # API (stable: the fleet simulator and `replay --policy legacy` build on it)
 //! The reference [`Master`] keeps the data (segments, objects, allocation, Get); its own liveness
 //! core must never act: build it with [`LegacyMonitor::master_config`] and **never call
-//! [`MasterCore::tick`](crate::master::MasterCore::tick)**. Route the liveness-carrying RPCs through the monitor — [`ping`],
+//! [`Master::tick`](crate::master::Master::tick)**. Route the liveness-carrying RPCs through the monitor — [`ping`],
 //! [`mount`], [`remount`], [`unmount`] — and everything else (put, get, ...) to the master
 //! directly. Drive time with [`run_ticks_to`] before each operation (ticks `<=` its time run
 //! first, like `replay`); a master that stops for a while skips its ticks with [`skip_ticks`].

@@ -20,7 +20,7 @@
 //! - with nothing Offline, the external metadata entries are exactly the mounted segments.
 #![allow(dead_code)]
 
-use mooncake_liveness::master::{Lifecycle, MasterCore, ReplicaKind};
+use mooncake_liveness::master::{Lifecycle, Master, ReplicaKind};
 use mooncake_liveness::{ClientLivenessRecord, LivenessState};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,7 +34,7 @@ fn same_record(a: &ClientLivenessRecord, b: &ClientLivenessRecord) -> bool {
 }
 
 /// Every violation found (empty: the master balances).
-pub fn violations(m: &MasterCore, offline_ok: bool) -> Vec<String> {
+pub fn violations(m: &Master, offline_ok: bool) -> Vec<String> {
     let mut out = Vec::new();
     let objects = m.objects();
     let registry = m.liveness().registry();
@@ -180,7 +180,7 @@ pub fn violations(m: &MasterCore, offline_ok: bool) -> Vec<String> {
 }
 
 /// Panics with every violation (after a quiescent run: nothing Offline is left).
-pub fn assert_clean(m: &MasterCore) {
+pub fn assert_clean(m: &Master) {
     let v = violations(m, false);
     assert!(v.is_empty(), "master invariants violated:\n  {}", v.join("\n  "));
 }

@@ -9,12 +9,13 @@
 use super::object::{Object, Replica, ReplicaKind};
 use super::segment::{AllocationStrategy, Segment, SegmentId, Segments};
 use super::shard::Shard;
-use super::{add_refund, lock, MasterCore, MasterError, Refunds, ReplicaDesc, DEFAULT_TENANT};
+use super::{add_refund, Held, Master, MasterCore, MasterError, Refunds, ReplicaDesc, TenantQuota, DEFAULT_TENANT};
 use crate::eligibility::Purpose;
 use crate::liveness::ClientLivenessRecord;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, MutexGuard};
 use rand::seq::SliceRandom;
 use rand::Rng;
+use std::collections::BTreeMap;
 
 /// The most replicas one Put may ask for: more is `INVALID_PARAMS`, a clear refusal rather than
 /// an allocation on every segment of the table (issue 29 defect 6: a huge count overflowed the
@@ -27,10 +28,10 @@ const MAX_EVICTIONS_PER_PUT: usize = 64;
 /// Below this many segments the random strategy shuffles them all; above, it samples.
 const SAMPLE_ABOVE: usize = 64;
 
-impl MasterCore {
-    /// PutStart for the default tenant; see [`MasterCore::put_for`].
+impl Master {
+    /// PutStart for the default tenant; see [`Master::put_for`].
     pub fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.put_for(DEFAULT_TENANT, key, size, replicas)
+        self.core.put(key, size, replicas)
     }
 
     /// PutStart: allocates `replicas` (1 to [`MAX_REPLICAS`]) replicas of `size` bytes on distinct serving segments,
@@ -45,14 +46,98 @@ impl MasterCore {
         size: u64,
         replicas: usize,
     ) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.put_start(None, tenant, key, size, replicas)
+        self.core.put_for(tenant, key, size, replicas)
     }
 
-    /// PutStart by a known writer: as [`MasterCore::put_for`], and the object remembers its
-    /// writer so that [`MasterCore::put_end_as`] / [`MasterCore::put_revoke_as`] can refuse
+    /// PutStart by a known writer: as [`Master::put_for`], and the object remembers its
+    /// writer so that [`Master::put_end_as`] / [`Master::put_revoke_as`] can refuse
     /// callbacks from anyone else. An unknown writer is `ILLEGAL_CLIENT`; an Offline one is
     /// `UNAVAILABLE_IN_CURRENT_STATUS`.
     pub fn put_as(
+        &self,
+        writer: &str,
+        tenant: &str,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.core.put_as(writer, tenant, key, size, replicas)
+    }
+
+    /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
+    /// liveness (invariant 11).
+    pub fn put_end(&self, key: &str) -> Result<(), MasterError> {
+        self.core.put_end(key)
+    }
+
+    /// PutRevoke: the writer abandoned the put; its allocations are released.
+    pub fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
+        self.core.put_revoke(key)
+    }
+
+    /// PutEnd from `client`: refused from an unknown (`ILLEGAL_CLIENT`) or Offline
+    /// (`UNAVAILABLE_IN_CURRENT_STATUS`) client and from anyone but the object's writer, if it
+    /// has one; accepted from a Suspected one (invariant 11).
+    pub fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+        self.core.put_end_as(client, key)
+    }
+
+    /// PutRevoke from `client`, with the same rules as [`Master::put_end_as`].
+    pub fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+        self.core.put_revoke_as(client, key)
+    }
+
+    /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
+    pub fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.core.get(key)
+    }
+
+    /// Admin descriptor query: like Get (it follows the serving rule and hides a Suspected
+    /// owner's replicas, decisions.md question 1) but changes nothing, not even recency.
+    pub fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.core.admin_replicas(key)
+    }
+
+    /// Remove: erases a key and releases its replicas.
+    pub fn remove(&self, key: &str) -> Result<(), MasterError> {
+        self.core.remove(key)
+    }
+
+    /// Bytes charged to all tenants (every replica, including ones being written).
+    pub fn quota_used(&self) -> u64 {
+        self.core.data.quotas().used()
+    }
+
+    /// Per-tenant quota accounting (locked).
+    pub fn quotas(&self) -> Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
+        self.core.data.quotas().table()
+    }
+
+    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
+    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
+        self.core.data.quotas().set_limit(tenant, limit)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::put`].
+    pub(crate) fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.put_for(DEFAULT_TENANT, key, size, replicas)
+    }
+
+    /// The work behind [`Master::put_for`].
+    pub(crate) fn put_for(
+        &self,
+        tenant: &str,
+        key: &str,
+        size: u64,
+        replicas: usize,
+    ) -> Result<Vec<ReplicaDesc>, MasterError> {
+        self.put_start(None, tenant, key, size, replicas)
+    }
+
+    /// The work behind [`Master::put_as`].
+    pub(crate) fn put_as(
         &self,
         writer: &str,
         tenant: &str,
@@ -75,17 +160,17 @@ impl MasterCore {
         if size == 0 || replicas == 0 || replicas > MAX_REPLICAS {
             return Err(MasterError::InvalidParams);
         }
-        let si = self.shards.index_of(key);
-        let mut shard = self.shards.lock(si);
+        let si = self.data.shards().index_of(key);
+        let mut shard = self.data.shards().lock(si);
         if shard.objects.contains_key(key) {
             return Err(MasterError::ObjectAlreadyExists);
         }
         let mut chosen = self.reserve_segments(key, size, replicas, &[]);
         // Evict only for a Put the quota could take (a refused Put must not have evicted).
-        if chosen.is_empty() && self.quota_allows(tenant, size) {
+        if chosen.is_empty() && self.data.quotas().allows(tenant, size) {
             drop(shard);
             self.evict_for(size);
-            shard = self.shards.lock(si);
+            shard = self.data.shards().lock(si);
             if shard.objects.contains_key(key) {
                 return Err(MasterError::ObjectAlreadyExists);
             }
@@ -94,7 +179,11 @@ impl MasterCore {
         if chosen.is_empty() {
             return Err(MasterError::NoAvailableHandle);
         }
-        if !self.try_charge(tenant, size.saturating_mul(chosen.len() as u64)) {
+        if !self
+            .data
+            .quotas()
+            .try_charge(tenant, size.saturating_mul(chosen.len() as u64))
+        {
             for seg in &chosen {
                 seg.release(key, size);
             }
@@ -109,12 +198,12 @@ impl MasterCore {
             tier_task: None,
             writer,
         };
-        shard.insert(key, object, self.shards.next_touch());
+        shard.insert(key, object, self.data.shards().next_touch());
         let mut refunds = Refunds::new();
         self.undo_raced_allocations(&mut shard, key, &mut refunds);
         let out = shard.objects.get(key).map(|o| self.describe(o, |_| true));
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         out.ok_or(MasterError::NoAvailableHandle)
     }
 
@@ -144,18 +233,19 @@ impl MasterCore {
     fn evict_for(&self, size: u64) -> bool {
         let seam = self.seam();
         let serving_exists = self
+            .data
             .segments()
             .iter()
             .any(|s| s.size >= size && s.eligibility(seam, Purpose::Allocate, 0).serves());
         if !serving_exists {
             return false;
         }
-        let n = self.shards.len();
-        let start = self.evict_cursor.fetch_add(1, Ordering::Relaxed) as usize;
+        let n = self.data.shards().len();
+        let start = self.data.next_evict_start();
         let mut budget = MAX_EVICTIONS_PER_PUT;
         for j in 0..n {
             let i = (start + j) % n;
-            let mut shard = self.shards.lock(i);
+            let mut shard = self.data.shards().lock(i);
             let victims: Vec<String> = shard
                 .lru
                 .values()
@@ -167,7 +257,7 @@ impl MasterCore {
                 budget -= 1;
                 let mut refunds = Refunds::new();
                 self.remove_object_in(&mut shard, &key, &mut refunds);
-                self.apply_refunds(refunds);
+                self.data.quotas().apply_refunds(refunds);
                 if self.room_for(size) {
                     return true;
                 }
@@ -181,7 +271,8 @@ impl MasterCore {
 
     fn room_for(&self, size: u64) -> bool {
         let seam = self.seam();
-        self.segments()
+        self.data
+            .segments()
             .iter()
             .any(|s| s.eligibility(seam, Purpose::Allocate, size).serves())
     }
@@ -196,32 +287,29 @@ impl MasterCore {
                 .all(|r| r.segment().is_some() && r.eligibility(seam).serves())
     }
 
-    /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
-    /// liveness (invariant 11).
-    pub fn put_end(&self, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_end`].
+    pub(crate) fn put_end(&self, key: &str) -> Result<(), MasterError> {
         self.put_callback(None, key, true)
     }
 
-    /// PutRevoke: the writer abandoned the put; its allocations are released.
-    pub fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_revoke`].
+    pub(crate) fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
         self.put_callback(None, key, false)
     }
 
-    /// PutEnd from `client`: refused from an unknown (`ILLEGAL_CLIENT`) or Offline
-    /// (`UNAVAILABLE_IN_CURRENT_STATUS`) client and from anyone but the object's writer, if it
-    /// has one; accepted from a Suspected one (invariant 11).
-    pub fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_end_as`].
+    pub(crate) fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
         self.put_callback(Some(client), key, true)
     }
 
-    /// PutRevoke from `client`, with the same rules as [`MasterCore::put_end_as`].
-    pub fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
+    /// The work behind [`Master::put_revoke_as`].
+    pub(crate) fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
         self.put_callback(Some(client), key, false)
     }
 
     fn put_callback(&self, client: Option<&str>, key: &str, end: bool) -> Result<(), MasterError> {
         let caller = client.map(|c| self.callback_record(c)).transpose()?;
-        let mut shard = self.shards.lock_key(key);
+        let mut shard = self.data.shards().lock_key(key);
         let obj = shard.objects.get_mut(key).ok_or(MasterError::ObjectNotFound)?;
         if let (Some(caller), Some(writer)) = (&caller, &obj.writer) {
             if !Arc::ptr_eq(caller, writer) {
@@ -242,22 +330,21 @@ impl MasterCore {
         let mut refunds = Refunds::new();
         self.remove_object_in(&mut shard, key, &mut refunds);
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         Ok(())
     }
 
-    /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
-    pub fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        let mut shard = self.shards.lock_key(key);
+    /// The work behind [`Master::get`].
+    pub(crate) fn get(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        let mut shard = self.data.shards().lock_key(key);
         let out = self.readable(&shard, key)?;
-        shard.touch(key, self.shards.next_touch());
+        shard.touch(key, self.data.shards().next_touch());
         Ok(out)
     }
 
-    /// Admin descriptor query: like Get (it follows the serving rule and hides a Suspected
-    /// owner's replicas, decisions.md question 1) but changes nothing, not even recency.
-    pub fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
-        let shard = self.shards.lock_key(key);
+    /// The work behind [`Master::admin_replicas`].
+    pub(crate) fn admin_replicas(&self, key: &str) -> Result<Vec<ReplicaDesc>, MasterError> {
+        let shard = self.data.shards().lock_key(key);
         self.readable(&shard, key)
     }
 
@@ -271,9 +358,9 @@ impl MasterCore {
         Ok(out)
     }
 
-    /// Remove: erases a key and releases its replicas.
-    pub fn remove(&self, key: &str) -> Result<(), MasterError> {
-        let mut shard = self.shards.lock_key(key);
+    /// The work behind [`Master::remove`].
+    pub(crate) fn remove(&self, key: &str) -> Result<(), MasterError> {
+        let mut shard = self.data.shards().lock_key(key);
         let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         if obj.replication_task.is_some() {
             return Err(MasterError::ObjectHasReplicationTask);
@@ -281,7 +368,7 @@ impl MasterCore {
         let mut refunds = Refunds::new();
         self.remove_object_in(&mut shard, key, &mut refunds);
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         Ok(())
     }
 
@@ -296,7 +383,7 @@ impl MasterCore {
                     client: segment.client_name.to_string(),
                 },
                 ReplicaKind::LocalDisk { owner } => {
-                    let name = self.client_name(owner.client());
+                    let name = self.membership.client_name(owner.client());
                     ReplicaDesc {
                         segment: format!("local_disk:{name}"),
                         client: name,
@@ -310,7 +397,7 @@ impl MasterCore {
     /// `exclude`) and reserves `size` bytes for `key` in each.
     pub(super) fn reserve_segments(&self, key: &str, size: u64, n: usize, exclude: &[SegmentId]) -> Vec<Arc<Segment>> {
         let seam = self.seam();
-        let segments = self.segments();
+        let segments = self.data.segments();
         let eligible =
             |s: &Arc<Segment>| !exclude.contains(&s.id) && s.eligibility(seam, Purpose::Allocate, size).serves();
         let candidates: Vec<Arc<Segment>> = match self.options.strategy {
@@ -356,7 +443,7 @@ impl MasterCore {
         let slots = segments.slot_count();
         if slots > SAMPLE_ABOVE {
             let draws: Vec<usize> = {
-                let mut rng = lock(&self.rng);
+                let mut rng = self.data.rng();
                 (0..n.saturating_mul(4).saturating_add(16))
                     .map(|_| rng.random_range(0..slots))
                     .collect()
@@ -381,7 +468,7 @@ impl MasterCore {
             .cloned()
             .collect();
         all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        all.shuffle(&mut *lock(&self.rng));
+        all.shuffle(&mut *self.data.rng());
         all
     }
 
@@ -392,7 +479,7 @@ impl MasterCore {
         match &replica.kind {
             ReplicaKind::Memory { segment, .. } => segment.release(key, size),
             ReplicaKind::LocalDisk { owner } => {
-                if let Some(disk) = lock(&self.local_disks).get_mut(&owner.client()) {
+                if let Some(disk) = self.membership.local_disks().get_mut(&owner.client()) {
                     disk.release(size);
                     disk.keys.remove(key);
                 }
@@ -454,14 +541,14 @@ impl MasterCore {
             }
             for key in keys {
                 let mut refunds = Refunds::new();
-                let mut shard = self.shards.lock_key(&key);
+                let mut shard = self.data.shards().lock_key(&key);
                 self.cancel_tasks_touching_in(&mut shard, &key, sid, &mut refunds);
                 self.remove_replicas_in(&mut shard, &key, |r| r.segment() == Some(sid), &mut refunds);
                 drop(shard);
-                self.apply_refunds(refunds);
+                self.data.quotas().apply_refunds(refunds);
             }
         }
         retire(&seg.name);
-        self.segments_mut().remove(sid);
+        self.data.segments_mut().remove(sid);
     }
 }

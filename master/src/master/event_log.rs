@@ -1,5 +1,5 @@
 //! The master's event log: a bounded, lock-free queue of [`MasterEvent`]s that
-//! [`MasterCore::take_events`](super::MasterCore::take_events) drains.
+//! [`Master::take_events`](super::Master::take_events) drains.
 //!
 //! Why bounded and lock-free (issue 29): every path records events — the monitor's tick, the
 //! offboarding workers, mounts and Ping's recoveries. Ping must wait for nothing (a partition

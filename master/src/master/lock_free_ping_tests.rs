@@ -22,25 +22,25 @@ impl<T> Held for T {}
 fn hold_everything<'a>(m: &'a MasterCore, segments: &'a [Arc<Segment>]) -> Vec<Box<dyn Held + 'a>> {
     let mut held: Vec<Box<dyn Held + 'a>> = Vec::new();
     held.push(Box::new(raw(&m.monitor)));
-    for s in m.stripes.iter() {
-        held.push(Box::new(raw(s)));
+    for s in m.membership.stripes_raw() {
+        held.push(Box::new(s));
     }
-    held.push(Box::new(m.gate.write().unwrap_or_else(|e| e.into_inner())));
-    for i in 0..m.shards.len() {
-        held.push(Box::new(m.shards.lock_raw(i)));
+    held.push(Box::new(m.membership.gate_raw()));
+    for i in 0..m.data.shards().len() {
+        held.push(Box::new(m.data.shards().lock_raw(i)));
     }
-    held.push(Box::new(m.segments.write().unwrap_or_else(|e| e.into_inner())));
+    held.push(Box::new(m.data.segments_raw()));
     for seg in segments {
         held.push(Box::new(seg.alloc_raw()));
     }
-    held.push(Box::new(raw(&m.tasks)));
-    held.push(Box::new(raw(&m.local_disks)));
-    held.push(Box::new(raw(&m.nof)));
-    held.push(Box::new(raw(&m.quotas)));
-    held.push(Box::new(raw(&m.offboarding)));
-    held.push(Box::new(raw(&m.pool)));
-    held.push(Box::new(raw(&m.rng)));
-    held.push(Box::new(raw(&m.external)));
+    held.push(Box::new(m.work.tasks_raw()));
+    held.push(Box::new(m.membership.local_disks_raw()));
+    held.push(Box::new(m.data.nof_raw()));
+    held.push(Box::new(m.data.quotas().table_raw()));
+    held.push(Box::new(m.jobs.state_raw()));
+    held.push(Box::new(m.jobs.pool_raw()));
+    held.push(Box::new(m.data.rng_raw()));
+    held.push(Box::new(m.membership.external_raw()));
     held
 }
 

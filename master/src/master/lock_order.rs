@@ -11,16 +11,20 @@
 //!   the crate, the liveness core's included, and fails when acquisitions close a cycle.
 //!
 //! Ground rules:
-//! - Every master lock is taken through [`lock`](super::lock) (leaves, the monitor, the pool,
-//!   the stripes), `Shards::lock`, the segment table's accessors, the gate's accessors or
-//!   `Segment::alloc`, each of which wraps its guard in a [`Held`]; the level comes from the
-//!   guarded type ([`Ordered`]), so a new lock cannot be added without choosing its level.
+//! - Every master lock is owned by one room (`rooms/`: `Membership`, `Data`, `Work`, `Jobs`;
+//!   the monitor by the core itself), private to it, and
+//!   taken only through that room's methods: [`lock`] (leaves, the monitor, the
+//!   pool, the stripes), `Shards::lock`, the segment table's accessors, the gate's accessors or
+//!   `Segment::alloc`, each of which wraps its guard in a [`Held`]. The level comes from the
+//!   guarded type ([`Ordered`], implemented beside the room that owns the lock), so a new lock
+//!   cannot be added without choosing its level.
 //! - The held levels are a per-thread list; a guard removes its own entry when dropped, in
 //!   whatever order guards are dropped.
 //! - Release builds and loom builds carry no list and check nothing (loom runs its model
 //!   threads on one OS thread, so a thread-local list would mix them); `Held` is then the
 //!   guard and a level, with no work on acquire or release.
 
+use crate::sync::{Mutex, MutexGuard};
 use std::ops::{Deref, DerefMut};
 
 /// A lock's level: a thread may take a lock only above every lock it holds.
@@ -44,29 +48,43 @@ pub(crate) enum Level {
     Leaf,
 }
 
-/// The order, with what each level guards: the source of the lock table in the module doc of
-/// [`master`](super) (a test checks the doc against it) and of the order check's message.
+/// The order, with what each level guards and which room owns its locks: the source of the
+/// lock table in the module doc of [`master`](super) (a test checks the doc against it) and of
+/// the order check's message.
 #[cfg_attr(any(loom, not(debug_assertions)), allow(dead_code))]
-pub(crate) const ORDER: [(Level, &str, &str); 8] = [
-    (Level::Monitor, "monitor", "the liveness monitor"),
-    (Level::Stripe, "client stripe", "one client's membership changes"),
+pub(crate) const ORDER: [(Level, &str, &str, &str); 8] = [
+    (Level::Monitor, "monitor", "the liveness monitor", "the core"),
+    (
+        Level::Stripe,
+        "client stripe",
+        "one client's membership changes",
+        "`Membership`",
+    ),
     (
         Level::Gate,
         "gate",
         "the set of segments, LocalDisk registrations and external entries",
+        "`Membership`",
     ),
-    (Level::Names, "names", "the writers of the client-name table"),
+    (
+        Level::Names,
+        "names",
+        "the writers of the client-name table",
+        "`Membership`",
+    ),
     (
         Level::Shard,
         "metadata shard",
         "objects of one shard, their recency, the tasks naming them",
+        "`Data`",
     ),
-    (Level::Segments, "segments", "the segment table"),
-    (Level::Pool, "pool", "the offboarding worker pool"),
+    (Level::Segments, "segments", "the segment table", "`Data`"),
+    (Level::Pool, "pool", "the offboarding worker pool", "`Jobs`"),
     (
         Level::Leaf,
         "leaf",
         "a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG",
+        "`Data` (allocators, quotas, NoF, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); `Jobs` (offboarding state)",
     ),
 ];
 
@@ -74,6 +92,13 @@ pub(crate) const ORDER: [(Level, &str, &str); 8] = [
 pub(crate) trait Ordered {
     /// The level of the lock guarding a value of this type.
     const LEVEL: Level;
+}
+
+/// Locks `m` at its level (checked in debug builds), recovering from a panic elsewhere (the
+/// data stays usable: every critical section leaves its table consistent before anything that
+/// can panic).
+pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
+    Held::take(T::LEVEL, || m.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// A guard of a master lock, registered with its level while it lives.
@@ -130,7 +155,7 @@ fn enter(level: Level) {
         let mut held = held.borrow_mut();
         if let Some(top) = held.iter().max().copied() {
             if level <= top {
-                let order: Vec<&str> = ORDER.iter().map(|(_, name, _)| *name).collect();
+                let order: Vec<&str> = ORDER.iter().map(|(_, name, _, _)| *name).collect();
                 panic!(
                     "lock order: a {level:?} lock taken while this thread holds a {top:?} lock \
                      (held: {held:?}); the order is {} (master/src/master/lock_order.rs)",
@@ -176,7 +201,8 @@ mod tests {
         assert!(r.is_err(), "a shard under the segment table was allowed");
     }
 
-    /// The lock table of the master's module doc lists the levels of [`ORDER`], in its order.
+    /// The lock table of the master's module doc lists the levels of [`ORDER`], in its order,
+    /// each with what it guards and the room that owns it.
     #[test]
     fn the_module_docs_lock_table_matches_the_order_in_code() {
         let doc = include_str!("mod.rs");
@@ -191,14 +217,14 @@ mod tests {
         // Skip to the arrows (the sentence before them names the check itself).
         let order_line = &order_line[order_line.find(" → ").map_or(0, |i| i.saturating_sub(20))..];
         let mut at = 0;
-        for (level, name, _) in ORDER {
+        for (level, name, _, _) in ORDER {
             let found = order_line[at..]
                 .find(&format!("`{name}`"))
                 .unwrap_or_else(|| panic!("{level:?} (`{name}`) missing or out of order in: {order_line}"));
             at += found + name.len();
         }
-        for (_, name, guards) in ORDER {
-            let row = format!("//! | `{name}` | {guards} |");
+        for (_, name, guards, room) in ORDER {
+            let row = format!("//! | `{name}` | {guards} | {room} |");
             assert!(doc.lines().any(|l| l.starts_with(&row)), "no lock-table row `{row}`");
         }
     }

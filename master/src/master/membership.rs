@@ -11,7 +11,7 @@
 //! the registry are lock-free, the signal is one CAS loop on the word.
 
 use super::segment::{Lifecycle, Segment, Segments};
-use super::{lock, LocalDisk, MasterCore, MasterError};
+use super::{LocalDisk, Master, MasterCore, MasterError};
 use crate::eligibility::Purpose;
 use crate::liveness::{ClientId, ClientLivenessRecord, Incarnation, MountOutcome, PingStatus};
 use crate::sync::{Arc, CellArc};
@@ -62,16 +62,79 @@ fn add_segments(
     added
 }
 
-impl MasterCore {
+impl Master {
     /// MountSegment: a liveness signal when it succeeds (or the segment is already this client's).
     pub fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
-        self.mount_with_token(client, None, segment, size)
+        self.core.mount(client, segment, size)
     }
 
     /// MountSegment with the caller's incarnation token (decisions.md question 4): a token
     /// naming an incarnation that is not the current one is refused (`INVALID_PARAMS`, the
     /// client must mount without it to start a new incarnation).
     pub fn mount_with_token(
+        &self,
+        client: &str,
+        token: Option<Incarnation>,
+        segment: &str,
+        size: u64,
+    ) -> Result<(), MasterError> {
+        self.core.mount_with_token(client, token, segment, size)
+    }
+
+    /// ReMount after `NEED_REMOUNT`: re-announces `specs` (an empty list is valid) and makes the
+    /// incarnation ready. All-or-nothing: one invalid segment fails the whole call. Like
+    /// Mooncake's post-promotion ReMount, when a re-announced segment was restored from a
+    /// snapshot and not adopted yet, it then walks every metadata shard (one at a time,
+    /// [`Master::adoption_walk`]); the walk holds no lock a Ping or another client needs.
+    pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+        self.core.remount(client, specs)
+    }
+
+    /// The post-promotion adoption walk of `client`'s ReMount of `specs` (see
+    /// [`Master::remount`]); callable on its own (the load test's join storm runs it for
+    /// every joiner, as main's ReMount does after an HA promotion). Returns the replicas matched.
+    pub fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+        self.core.adoption_walk(client, specs)
+    }
+
+    /// MountLocalDiskSegment: registers the client's SSD; a liveness signal when it succeeds.
+    pub fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
+        self.core.mount_local_disk(client, capacity)
+    }
+
+    /// Ping: takes no lock (a lock-free name lookup, the lock-free registry, one CAS loop on the
+    /// word). An unknown name is `NEED_REMOUNT` and creates nothing.
+    pub fn ping(&self, client: &str) -> PingStatus {
+        self.core.ping(client)
+    }
+
+    /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
+    pub fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
+        self.core.ping_with_token(client, token)
+    }
+
+    /// Ping by client id, as Mooncake's Ping does (it carries the client's UUID): the same
+    /// answer as [`Master::ping_with_token`] for the name that [`Master::client_id`]
+    /// resolves to `id` (an id never interned answers `NEED_REMOUNT`), without the name lookup.
+    /// A driver that resolves a client's name once (`simulate`) pings with this. Lock-free.
+    pub fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
+        self.core.ping_id(id, token)
+    }
+
+    /// Voluntary unmount of one of the client's segments: its replicas and tasks go with it.
+    pub fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+        self.core.unmount(client, segment)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::mount`].
+    pub(crate) fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
+        self.mount_with_token(client, None, segment, size)
+    }
+
+    /// The work behind [`Master::mount_with_token`].
+    pub(crate) fn mount_with_token(
         &self,
         client: &str,
         token: Option<Incarnation>,
@@ -85,15 +148,11 @@ impl MasterCore {
         self.mount_segments(client, token, &specs, false)
     }
 
-    /// ReMount after `NEED_REMOUNT`: re-announces `specs` (an empty list is valid) and makes the
-    /// incarnation ready. All-or-nothing: one invalid segment fails the whole call. Like
-    /// Mooncake's post-promotion ReMount, when a re-announced segment was restored from a
-    /// snapshot and not adopted yet, it then walks every metadata shard (one at a time,
-    /// [`MasterCore::adoption_walk`]); the walk holds no lock a Ping or another client needs.
-    pub fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
+    /// The work behind [`Master::remount`].
+    pub(crate) fn remount(&self, client: &str, specs: &[SegmentSpec]) -> Result<(), MasterError> {
         self.mount_segments(client, None, specs, true)?;
         let adopt = {
-            let segments = self.segments();
+            let segments = self.data.segments();
             specs
                 .iter()
                 .filter_map(|s| segments.by_name(&s.segment))
@@ -105,11 +164,12 @@ impl MasterCore {
         Ok(())
     }
 
-    /// The post-promotion adoption walk of `client`'s ReMount of `specs` (see
-    /// [`MasterCore::remount`]); callable on its own (the load test's join storm runs it for
-    /// every joiner, as main's ReMount does after an HA promotion). Returns the replicas matched.
-    pub fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
-        self.names.lookup(client).map_or(0, |id| self.reconcile_walk(id, specs))
+    /// The work behind [`Master::adoption_walk`].
+    pub(crate) fn adoption_walk(&self, client: &str, specs: &[SegmentSpec]) -> usize {
+        self.membership
+            .names()
+            .lookup(client)
+            .map_or(0, |id| self.reconcile_walk(id, specs))
     }
 
     fn mount_segments(
@@ -128,12 +188,16 @@ impl MasterCore {
                 return Err(MasterError::InvalidParams);
             }
         }
-        let _stripe = self.stripe(client);
-        let _gate = self.gate_shared();
+        let _stripe = self.membership.stripe(client);
+        let _gate = self.membership.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
-        let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
+        let client_name = self
+            .membership
+            .names()
+            .name(id)
+            .unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, token, |rec| {
-            let mut segments = self.segments_mut();
+            let mut segments = self.data.segments_mut();
             for s in specs {
                 check_segment(&segments, id, &s.segment, s.size)?;
             }
@@ -158,7 +222,7 @@ impl MasterCore {
             }
             let added = add_segments(&mut segments, rec, &client_name, specs);
             drop(segments);
-            let mut external = lock(&self.external);
+            let mut external = self.membership.external();
             for seg in &added {
                 external.put(&seg.name);
             }
@@ -173,16 +237,16 @@ impl MasterCore {
 
     /// The id a mount of `name` runs under, interning the name if it is new (`true`).
     fn id_for_mount(&self, name: &str) -> (ClientId, bool) {
-        match self.names.lookup(name) {
+        match self.membership.names().lookup(name) {
             Some(id) => (id, false),
-            None => (self.names.intern(name), true),
+            None => (self.membership.names().intern(name), true),
         }
     }
 
     /// A first mount that failed leaves no name behind (item: unknown names create nothing).
     fn forget_if_unused(&self, name: &str, id: ClientId) {
         if self.live.registry().slot(id).is_none() {
-            self.names.forget(name, id);
+            self.membership.names().forget(name, id);
         }
     }
 
@@ -213,8 +277,8 @@ impl MasterCore {
             MountOutcome::Lost(added, _) => {
                 for seg in added {
                     // The entry goes while the segment still holds its name (see `unmount`).
-                    let _ = lock(&self.external).delete(&seg.name);
-                    self.segments_mut().remove(seg.id);
+                    let _ = self.membership.external().delete(&seg.name);
+                    self.data.segments_mut().remove(seg.id);
                 }
                 Err(MasterError::ClientOffboarding)
             }
@@ -230,8 +294,8 @@ impl MasterCore {
     /// only checks the rebuilt view against them and returns the replicas matched.
     pub(super) fn reconcile_walk(&self, client: ClientId, specs: &[SegmentSpec]) -> usize {
         let mut rebuilt: BTreeMap<&str, (u64, std::collections::BTreeSet<String>)> = BTreeMap::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
+        for i in 0..self.data.shards().len() {
+            let shard = self.data.shards().lock(i);
             for (key, obj) in shard.objects.iter() {
                 for r in &obj.replicas {
                     let Some(seg) = r.segment_ref() else { continue };
@@ -247,7 +311,7 @@ impl MasterCore {
         }
         let matched = rebuilt.values().map(|v| v.1.len()).sum();
         for (name, (bytes, keys)) in &rebuilt {
-            if let Some(seg) = self.segments().by_name(name).cloned() {
+            if let Some(seg) = self.data.segments().by_name(name).cloned() {
                 let live = seg.alloc();
                 // Concurrent requests may have moved the live view since a shard was walked:
                 // a difference is reported, never "repaired" over their changes.
@@ -260,17 +324,21 @@ impl MasterCore {
         matched
     }
 
-    /// MountLocalDiskSegment: registers the client's SSD; a liveness signal when it succeeds.
-    pub fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
+    /// The work behind [`Master::mount_local_disk`].
+    pub(crate) fn mount_local_disk(&self, client: &str, capacity: u64) -> Result<(), MasterError> {
         if capacity == 0 {
             return Err(MasterError::InvalidParams);
         }
-        let _stripe = self.stripe(client);
-        let _gate = self.gate_shared();
+        let _stripe = self.membership.stripe(client);
+        let _gate = self.membership.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
-        let client_name = self.names.name(id).unwrap_or_else(|| CellArc::from(client));
+        let client_name = self
+            .membership
+            .names()
+            .name(id)
+            .unwrap_or_else(|| CellArc::from(client));
         let outcome = self.live.mount(id, None, |rec| {
-            let mut disks = lock(&self.local_disks);
+            let mut disks = self.membership.local_disks();
             match disks.get(&id) {
                 Some(d) if d.owner.is(rec) => Ok(false),
                 Some(_) => Err(MasterError::InvalidParams),
@@ -298,7 +366,7 @@ impl MasterCore {
             }
             MountOutcome::Failed(e) => Err(e),
             MountOutcome::Lost(true, _) => {
-                lock(&self.local_disks).remove(&id);
+                self.membership.local_disks().remove(&id);
                 Err(MasterError::ClientOffboarding)
             }
             MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => Err(MasterError::ClientOffboarding),
@@ -310,40 +378,37 @@ impl MasterCore {
         result
     }
 
-    /// Ping: takes no lock (a lock-free name lookup, the lock-free registry, one CAS loop on the
-    /// word). An unknown name is `NEED_REMOUNT` and creates nothing.
-    pub fn ping(&self, client: &str) -> PingStatus {
+    /// The work behind [`Master::ping`].
+    pub(crate) fn ping(&self, client: &str) -> PingStatus {
         self.ping_with_token(client, None)
     }
 
-    /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
-    pub fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
-        match self.names.lookup(client) {
+    /// The work behind [`Master::ping_with_token`].
+    pub(crate) fn ping_with_token(&self, client: &str, token: Option<Incarnation>) -> PingStatus {
+        match self.membership.names().lookup(client) {
             Some(id) => self.ping_id(id, token),
             None => PingStatus::NeedRemount,
         }
     }
 
-    /// Ping by client id, as Mooncake's Ping does (it carries the client's UUID): the same
-    /// answer as [`MasterCore::ping_with_token`] for the name that [`MasterCore::client_id`]
-    /// resolves to `id` (an id never interned answers `NEED_REMOUNT`), without the name lookup.
-    /// A driver that resolves a client's name once (`simulate`) pings with this. Lock-free.
-    pub fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
+    /// The work behind [`Master::ping_id`].
+    pub(crate) fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
         let out = self.live.ping(id, token);
         self.push_transition(out.recovered);
         out.status
     }
 
-    /// Voluntary unmount of one of the client's segments: its replicas and tasks go with it.
-    pub fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
-        let _stripe = self.stripe(client);
-        let _gate = self.gate_shared();
+    /// The work behind [`Master::unmount`].
+    pub(crate) fn unmount(&self, client: &str, segment: &str) -> Result<(), MasterError> {
+        let _stripe = self.membership.stripe(client);
+        let _gate = self.membership.gate_shared();
         let seg = self
+            .data
             .segments()
             .by_name(segment)
             .cloned()
             .ok_or(MasterError::SegmentNotFound)?;
-        if self.names.lookup(client) != Some(seg.owner.client()) {
+        if self.membership.names().lookup(client) != Some(seg.owner.client()) {
             return Err(MasterError::InvalidParams);
         }
         if !crate::eligibility::accepts_callbacks(&seg.owner) {
@@ -354,7 +419,7 @@ impl MasterCore {
         // the segment is gone, so this delete can never erase that client's new entry (issue
         // 29 defect 2: deleted after the table let go of the name, it could).
         self.drop_segment(&seg, |name| {
-            let _ = lock(&self.external).delete(name);
+            let _ = self.membership.external().delete(name);
         });
         Ok(())
     }
@@ -363,7 +428,11 @@ impl MasterCore {
     /// Offline (or offboarded) incarnation `UNAVAILABLE_IN_CURRENT_STATUS` (decisions.md:
     /// callbacks from a Suspected client are accepted, from Offline or unknown ones refused).
     pub(super) fn callback_record(&self, client: &str) -> Result<Arc<ClientLivenessRecord>, MasterError> {
-        let id = self.names.lookup(client).ok_or(MasterError::IllegalClient)?;
+        let id = self
+            .membership
+            .names()
+            .lookup(client)
+            .ok_or(MasterError::IllegalClient)?;
         let rec = self.live.registry().get(id).ok_or(MasterError::IllegalClient)?;
         if !crate::eligibility::accepts_callbacks(&rec) {
             return Err(MasterError::UnavailableInCurrentStatus);

@@ -11,32 +11,48 @@
 //! | `snapshot` | HA snapshots (a per-shard cut, never stop-the-world) and restore |
 //! | `nof` | NoF segments and their probe-driven health |
 //! | `query` | the diagnostic status query |
+//! | `stats` | the statistics, the gauges and an embedder executor's reports |
 //!
-//! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the tables), `external` (the
-//! external metadata store), `events` (what the master hands out) and `error` import no path;
-//! `quota` (per-tenant accounting) and `stats` (counters and gauges) add methods to
-//! [`MasterCore`] over one leaf lock each; `options` holds [`MasterOptions`].
-//! This file owns the [`Master`] / [`MasterCore`] pair, the lock table below and the accessors;
-//! it may not hold a path's logic (each path lives in its module).
+//! The paths own no state: the **rooms** (`rooms/`) do. Each room holds its fields and the
+//! locks guarding them privately, and its methods are the only door; a path that needs two
+//! rooms calls methods of each:
+//!
+//! | room | holds |
+//! |---|---|
+//! | `Membership` | the client-name table, the client stripes, the gate, the LocalDisk registrations, the external metadata store |
+//! | `Data` | the metadata shards, the segment table, the NoF segments, the quotas (`quota`), the allocation RNG, the eviction cursor |
+//! | `Work` | the task table |
+//! | `Jobs` | the offboarding state (driver, outbox, parked jobs, scratch) and the worker pool |
+//! | `Journal` | the event log and the counters (lock-free: Ping's side) |
+//!
+//! The core keeps the liveness core (lock-free, behind its own methods) and the monitor.
+//! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the
+//! tables), `external` (the external metadata store), `events` (what the master hands out) and
+//! `error` import no path; `options` holds [`MasterOptions`].
+//! This file owns the [`Master`] / `MasterCore` pair, the lock table below and the accessors;
+//! it may not hold a path's logic (each path lives in its module). [`Master`] is the only door:
+//! each module that holds a path also holds that path's public method on [`Master`], which hands
+//! the call to the core (`MasterCore`, crate-private, shared with the offboarding workers).
 //!
 //! # Ownership and locks
 //!
 //! [`Master`] is `Send + Sync`; every request path takes `&self`. State is split so that no
 //! request path takes a master-wide lock (STYLE §7), in the spirit of Mooncake's 1024
 //! metadata shards but without its global `client_mutex_` (which Ping shares with mounts) or
-//! its stop-the-world `snapshot_mutex_`:
+//! its stop-the-world `snapshot_mutex_`. Each lock's level is declared beside the room that
+//! owns it (`lock_order::Ordered`):
 //!
-//! | lock | guards | taken by |
-//! |---|---|---|
-//! | — (lock-free) | liveness records, registry, names (readers), counters, event log | Ping, every eligibility check |
-//! | `monitor` | the liveness monitor | a tick, while the monitor runs (released before anything below) |
-//! | `client stripe` | one client's membership changes | Mount, ReMount, Unmount, LocalDisk mount |
-//! | `gate` | the set of segments, LocalDisk registrations and external entries | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
-//! | `names` | the writers of the client-name table | a mount interning a new name, a failed first mount forgetting it |
-//! | `metadata shard` | objects of one shard, their recency, the tasks naming them | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
-//! | `segments` | the segment table | allocation (read), mount/unmount (write, brief) |
-//! | `pool` | the offboarding worker pool | starting, stopping and feeding the workers |
-//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | briefly, by the paths above; never two at once |
+//! | lock | guards | room | taken by |
+//! |---|---|---|---|
+//! | — (lock-free) | liveness records, registry, names (readers), counters, event log | the core; `Membership`; `Journal` | Ping, every eligibility check |
+//! | `monitor` | the liveness monitor | the core | a tick, while the monitor runs (released before anything below) |
+//! | `client stripe` | one client's membership changes | `Membership` | Mount, ReMount, Unmount, LocalDisk mount |
+//! | `gate` | the set of segments, LocalDisk registrations and external entries | `Membership` | membership paths and the offboarding steps that unmount (shared); a snapshot (exclusive) |
+//! | `names` | the writers of the client-name table | `Membership` | a mount interning a new name, a failed first mount forgetting it |
+//! | `metadata shard` | objects of one shard, their recency, the tasks naming them | `Data` | Put, Get, Remove, task paths, offboarding batches, walks (one shard at a time) |
+//! | `segments` | the segment table | `Data` | allocation (read), mount/unmount (write, brief) |
+//! | `pool` | the offboarding worker pool | `Jobs` | starting, stopping and feeding the workers |
+//! | `leaf` | a segment's allocator; tasks; LocalDisks; quotas; offboarding state; external store; NoF; RNG | `Data` (allocators, quotas, NoF, RNG); `Work` (tasks); `Membership` (LocalDisks, external store); `Jobs` (offboarding state) | briefly, by the paths above; never two at once |
 //!
 //! **Order** (the table and this line are checked against `lock_order::ORDER` by a test; a thread holding a
 //! lock only takes locks further down): `monitor` → `client stripe` → `gate` → `names` → one
@@ -86,6 +102,7 @@ mod offboard;
 mod options;
 mod query;
 mod quota;
+mod rooms;
 mod segment;
 mod shard;
 mod snapshot;
@@ -98,6 +115,7 @@ pub use error::MasterError;
 pub use event_log::DEFAULT_EVENT_LOG_CAPACITY;
 pub use events::{MasterEvent, ReplicaDesc, TaskDesc};
 pub use external::{ExternalMetadata, InMemoryMetadata};
+pub(crate) use lock_order::lock;
 pub use lock_order::Held;
 pub use membership::SegmentSpec;
 pub use object::{Object, Replica, ReplicaKind};
@@ -106,79 +124,25 @@ pub use options::{MasterOptions, DEFAULT_METADATA_SHARDS, DEFAULT_TENANT};
 pub use query::{ClientStatus, QueryReport, SegmentStatus};
 pub use quota::TenantQuota;
 pub(crate) use quota::{add_refund, Refunds};
+pub use rooms::LocalDisk;
+use rooms::LocalDisks;
 pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentAlloc, SegmentId, Segments};
 pub use shard::{Objects, Shard, Shards};
 pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, Incarnation, Liveness, Owner, Registry, Transition};
+use crate::liveness::{ClientId, Incarnation, Liveness, Registry, Transition};
 use crate::monitor::{LivenessEvent, Monitor};
-use crate::sync::{Arc, AtomicU64, CellArc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::{Arc, CellArc, Mutex, MutexGuard, RwLockReadGuard};
 use lock_order::{Level, Ordered};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-/// Membership stripes (per-client mount serialization).
-#[cfg(not(loom))]
-const STRIPES: usize = 256;
-/// Under loom every stripe is a modelled mutex built per iteration; the models use two clients,
-/// so two stripes keep them cheap (two clients may share a stripe: that only serializes mounts).
-#[cfg(loom)]
-const STRIPES: usize = 2;
-
-/// A client's LocalDisk (SSD) registration.
-#[derive(Debug)]
-pub struct LocalDisk {
-    /// The incarnation that registered it.
-    pub owner: Owner,
-    /// The client's name (what descriptors print).
-    pub client_name: CellArc<str>,
-    /// Capacity, bytes.
-    pub capacity: u64,
-    /// Bytes used by LocalDisk replicas and offloads in flight.
-    pub used: u64,
-    /// Keys with a LocalDisk replica here.
-    pub keys: BTreeSet<String>,
-    /// Bytes released while a snapshot runs, still counted in `used` until it ends (as
-    /// `Segment::hold_frees` does for segments).
-    pub held: u64,
-    /// A snapshot is running: releases are held.
-    pub hold: bool,
-}
-
-impl LocalDisk {
-    /// Releases `size` bytes (held until the running snapshot ends, if one runs).
-    pub(crate) fn release(&mut self, size: u64) {
-        if self.hold {
-            self.held = self.held.saturating_add(size);
-        } else {
-            self.used = self.used.saturating_sub(size);
-        }
-    }
-
-    /// Starts or ends holding releases for a snapshot (see `Segment::hold_frees`).
-    pub(crate) fn hold_frees(&mut self, hold: bool) {
-        self.hold = hold;
-        if !hold {
-            self.used = self.used.saturating_sub(std::mem::take(&mut self.held));
-        }
-    }
-}
-
-/// The reference master: the shared state ([`MasterCore`], where every request path lives)
-/// plus, in asynchronous mode, the offboarding workers it started. Dropping it stops them.
+/// The reference master: the shared state (`MasterCore`, where every request path does its
+/// work) plus, in asynchronous mode, the offboarding workers it started. Dropping it stops them.
 #[derive(Debug)]
 pub struct Master {
     core: Arc<MasterCore>,
-}
-
-impl std::ops::Deref for Master {
-    type Target = MasterCore;
-    fn deref(&self) -> &MasterCore {
-        &self.core
-    }
 }
 
 impl Drop for Master {
@@ -189,76 +153,23 @@ impl Drop for Master {
     }
 }
 
-/// Every request path of the master (reached through [`Master`]).
+/// The master's shared state and the work behind every request path; only [`Master`] (and
+/// the offboarding workers it starts) reach it.
 #[derive(Debug)]
-pub struct MasterCore {
+pub(crate) struct MasterCore {
     live: Arc<Liveness>,
     monitor: Mutex<Monitor>,
     tick_ms: u64,
     options: MasterOptions,
-    names: names::Names,
-    stripes: Box<[Mutex<Stripe>]>,
-    gate: RwLock<Gate>,
-    segments: RwLock<Segments>,
-    shards: Shards,
-    tasks: Mutex<Tasks>,
-    local_disks: Mutex<BTreeMap<ClientId, LocalDisk>>,
-    nof: Mutex<nof::NofSegments>,
-    quotas: Mutex<BTreeMap<String, TenantQuota>>,
-    offboarding: Mutex<offboard::Offboarding>,
-    #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
-    pool: Mutex<Option<offboard::Pool>>,
-    rng: Mutex<ChaCha8Rng>,
-    evict_cursor: AtomicU64,
-    external: Mutex<Box<dyn ExternalMetadata>>,
-    events: event_log::EventLog,
-    counters: stats::Counters,
+    membership: rooms::Membership,
+    data: rooms::Data,
+    work: rooms::Work,
+    journal: rooms::Journal,
+    jobs: rooms::Jobs,
 }
-
-/// Locks `m` at its level (checked in debug builds: [`lock_order`]), recovering from a panic
-/// elsewhere (the data stays usable: every critical section leaves its table consistent before
-/// anything that can panic).
-pub(crate) fn lock<T: Ordered>(m: &Mutex<T>) -> Held<MutexGuard<'_, T>> {
-    Held::take(T::LEVEL, || m.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// A client stripe's guarded value (its lock serializes one client's membership changes).
-#[derive(Debug)]
-struct Stripe;
-
-/// The membership gate's guarded value.
-#[derive(Debug)]
-struct Gate;
 
 impl Ordered for Monitor {
     const LEVEL: Level = Level::Monitor;
-}
-impl Ordered for Stripe {
-    const LEVEL: Level = Level::Stripe;
-}
-impl Ordered for Option<offboard::Pool> {
-    const LEVEL: Level = Level::Pool;
-}
-impl Ordered for Tasks {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for BTreeMap<ClientId, LocalDisk> {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for nof::NofSegments {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for BTreeMap<String, TenantQuota> {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for offboard::Offboarding {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for ChaCha8Rng {
-    const LEVEL: Level = Level::Leaf;
-}
-impl Ordered for Box<dyn ExternalMetadata> {
-    const LEVEL: Level = Level::Leaf;
 }
 
 impl Master {
@@ -275,7 +186,7 @@ impl Master {
     }
 
     /// Switches who runs offboarding jobs: `true` collects them for an embedder's executor
-    /// ([`MasterCore::take_jobs`]), `false` runs them inline at the tick. Jobs already collected
+    /// ([`Master::take_jobs`]), `false` runs them inline at the tick. Jobs already collected
     /// or parked are kept, never dropped.
     pub fn hand_jobs_to_executor(&self, on: bool) {
         let driver = if on {
@@ -300,151 +211,133 @@ impl Master {
     }
 }
 
-impl MasterCore {
-    fn build(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
-        let registry = Registry::with_shards(options.registry_shards);
-        let live = Arc::new(Liveness::with_registry(clock, config, registry));
-        let monitor = Monitor::new(&live);
-        let tick_ms = monitor.tick_ms();
-        let names = names::Names::with_shards(options.registry_shards);
-        Self {
-            events: event_log::EventLog::new(options.event_log_capacity),
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(options.seed)),
-            shards: Shards::new(options.metadata_shards, options.expected_objects),
-            live,
-            monitor: Mutex::new(monitor),
-            tick_ms,
-            options,
-            names,
-            stripes: (0..STRIPES).map(|_| Mutex::new(Stripe)).collect(),
-            gate: RwLock::new(Gate),
-            segments: RwLock::new(Segments::default()),
-            tasks: Mutex::new(Tasks::default()),
-            local_disks: Mutex::new(BTreeMap::new()),
-            nof: Mutex::new(nof::NofSegments::default()),
-            quotas: Mutex::new(BTreeMap::new()),
-            offboarding: Mutex::new(offboard::Offboarding::default()),
-            pool: Mutex::new(None),
-            evict_cursor: AtomicU64::new(0),
-            external: Mutex::new(Box::new(InMemoryMetadata::default())),
-            counters: stats::Counters::default(),
-        }
-    }
-
+impl Master {
     /// The liveness core.
     pub fn liveness(&self) -> &Liveness {
-        &self.live
+        &self.core.live
     }
 
     /// The monitor (locked: a tick waits for the caller).
     pub fn monitor(&self) -> Held<MutexGuard<'_, Monitor>> {
-        lock(&self.monitor)
+        lock(&self.core.monitor)
     }
 
     /// The monitor's tick, ms.
     pub fn tick_ms(&self) -> u64 {
-        self.tick_ms
+        self.core.tick_ms
     }
 
     /// Runs one monitor tick at the clock's time, then offboarding: retries that are due, then
     /// the jobs this tick minted (first attempt at the committing tick, inline or handed to the
     /// workers). Ticks from two threads at once run one after the other.
     pub fn tick(&self) {
-        let report = lock(&self.monitor).tick(&self.live);
-        for ev in report.events {
-            self.record(MasterEvent::Liveness(ev));
-        }
-        self.run_offboarding(report.jobs);
-        self.publish_gauges();
+        self.core.tick()
     }
 
     /// A shared handle on the liveness core (Ping handlers may use it without the master; their
-    /// recoveries are counted in [`MasterCore::stats`] all the same).
+    /// recoveries are counted in [`Master::stats`] all the same).
     pub fn liveness_handle(&self) -> Arc<Liveness> {
-        self.live.clone()
+        self.core.live.clone()
     }
 
     /// Takes the events produced since the last call, in the order they happened (each
     /// thread's in its order). The log is bounded (`MasterOptions::event_log_capacity`): beyond
     /// it the oldest events are dropped and counted in [`Stats`](crate::telemetry::Stats).
     pub fn take_events(&self) -> Vec<MasterEvent> {
-        self.events.take()
+        self.core.journal.take()
     }
 
     /// The id of client `name`, if a mount of it ever succeeded. Lock-free; creates nothing.
     pub fn client_id(&self, name: &str) -> Option<ClientId> {
-        self.names.lookup(name)
+        self.core.membership.names().lookup(name)
     }
 
-    /// The id of client `name` if it was ever interned (same as [`MasterCore::client_id`]).
+    /// The id of client `name` if it was ever interned (same as [`Master::client_id`]).
     pub fn known_client_id(&self, name: &str) -> Option<ClientId> {
-        self.names.lookup(name)
+        self.core.membership.names().lookup(name)
     }
 
     /// The name of client `id`.
     pub fn client_name(&self, id: ClientId) -> String {
-        self.names.name(id).map_or_else(|| id.to_string(), |n| n.to_string())
+        self.core.membership.client_name(id)
     }
 
     /// The current incarnation of client `name` (the token decisions.md question 4 promises:
-    /// pass it to [`MasterCore::ping_with_token`] / [`MasterCore::mount_with_token`]).
+    /// pass it to [`Master::ping_with_token`] / [`Master::mount_with_token`]).
     pub fn incarnation_of(&self, name: &str) -> Option<Incarnation> {
-        let id = self.names.lookup(name)?;
-        self.live.registry().get(id).map(|r| r.incarnation())
+        let id = self.core.membership.names().lookup(name)?;
+        self.core.live.registry().get(id).map(|r| r.incarnation())
     }
 
     /// The segment table (read-locked: release it before calling back into the master).
     pub fn segments(&self) -> Held<RwLockReadGuard<'_, Segments>> {
-        Held::take(Level::Segments, || {
-            self.segments.read().unwrap_or_else(|e| e.into_inner())
-        })
-    }
-
-    fn segments_mut(&self) -> Held<RwLockWriteGuard<'_, Segments>> {
-        Held::take(Level::Segments, || {
-            self.segments.write().unwrap_or_else(|e| e.into_inner())
-        })
+        self.core.data.segments()
     }
 
     /// The metadata shards.
     pub fn shards(&self) -> &Shards {
-        &self.shards
+        self.core.data.shards()
     }
 
     /// A copy of every object, by key (diagnostics and tests: O(objects), one shard lock at a
     /// time, so under concurrent writes it is a per-shard cut).
     pub fn objects(&self) -> BTreeMap<String, Object> {
-        let mut out = BTreeMap::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
-            out.extend(shard.objects.iter().map(|(k, o)| (k.clone(), o.clone())));
-        }
-        out
+        self.core.data.shards().copy_all()
     }
 
     /// A copy of `key`'s object.
     pub fn object(&self, key: &str) -> Option<Object> {
-        self.shards.lock_key(key).objects.get(key).cloned()
+        self.core.data.shards().lock_key(key).objects.get(key).cloned()
     }
 
     /// The tasks (locked).
     pub fn tasks(&self) -> Held<MutexGuard<'_, Tasks>> {
-        lock(&self.tasks)
+        self.core.work.tasks()
     }
 
     /// LocalDisk registrations (locked).
-    pub fn local_disks(&self) -> Held<MutexGuard<'_, BTreeMap<ClientId, LocalDisk>>> {
-        lock(&self.local_disks)
+    pub fn local_disks(&self) -> Held<MutexGuard<'_, LocalDisks>> {
+        self.core.membership.local_disks()
     }
 
     /// The external metadata store (locked).
     pub fn external_metadata(&self) -> Held<MutexGuard<'_, Box<dyn ExternalMetadata>>> {
-        lock(&self.external)
+        self.core.membership.external()
     }
 
     /// The NoF segments (locked).
     pub fn nof(&self) -> Held<MutexGuard<'_, nof::NofSegments>> {
-        lock(&self.nof)
+        self.core.data.nof()
+    }
+}
+
+impl MasterCore {
+    fn build(clock: CellArc<dyn Clock>, config: LivenessConfig, options: MasterOptions) -> Self {
+        let registry = Registry::with_shards(options.registry_shards);
+        let live = Arc::new(Liveness::with_registry(clock, config, registry));
+        let monitor = Monitor::new(&live);
+        let tick_ms = monitor.tick_ms();
+        Self {
+            journal: rooms::Journal::new(options.event_log_capacity),
+            data: rooms::Data::new(options.metadata_shards, options.expected_objects, options.seed),
+            membership: rooms::Membership::new(options.registry_shards),
+            work: rooms::Work::default(),
+            live,
+            monitor: Mutex::new(monitor),
+            tick_ms,
+            options,
+            jobs: rooms::Jobs::default(),
+        }
+    }
+
+    /// The work behind [`Master::tick`].
+    pub(crate) fn tick(&self) {
+        let report = lock(&self.monitor).tick(&self.live);
+        for ev in report.events {
+            self.journal.record(MasterEvent::Liveness(ev));
+        }
+        self.run_offboarding(report.jobs);
+        self.publish_gauges();
     }
 
     fn seam(&self) -> crate::eligibility::Seam {
@@ -453,24 +346,9 @@ impl MasterCore {
         }
     }
 
-    fn stripe(&self, name: &str) -> Held<MutexGuard<'_, Stripe>> {
-        use std::hash::BuildHasher;
-        let h = foldhash::fast::FixedState::default().hash_one(name);
-        lock(&self.stripes[(h as usize) % STRIPES])
-    }
-
-    fn gate_shared(&self) -> Held<RwLockReadGuard<'_, Gate>> {
-        Held::take(Level::Gate, || self.gate.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// The gate, exclusively (a snapshot).
-    fn gate_exclusive(&self) -> Held<RwLockWriteGuard<'_, Gate>> {
-        Held::take(Level::Gate, || self.gate.write().unwrap_or_else(|e| e.into_inner()))
-    }
-
     fn push_transition(&self, t: Option<Transition>) {
         if let Some(t) = t {
-            self.record(MasterEvent::Liveness(LivenessEvent::Transition(t)));
+            self.journal.record(MasterEvent::Liveness(LivenessEvent::Transition(t)));
         }
     }
 }
@@ -511,11 +389,11 @@ mod tests {
         m.mount("c1", "s1", 100).unwrap();
         m.put("k", 10, 1).unwrap(); // incomplete, on s1
         let recheck = || {
-            let mut shard = m.shards.lock_key("k");
+            let mut shard = m.core.data.shards().lock_key("k");
             let mut refunds = Refunds::new();
-            m.undo_raced_allocations(&mut shard, "k", &mut refunds);
+            m.core.undo_raced_allocations(&mut shard, "k", &mut refunds);
             drop(shard);
-            m.apply_refunds(refunds);
+            m.core.data.quotas().apply_refunds(refunds);
             m.objects().get("k").map_or(0, |o| o.replicas.len())
         };
         assert_eq!(recheck(), 1, "an Active owner's replica was dropped");
@@ -526,7 +404,7 @@ mod tests {
         let seg = m.segments().by_name("s1").cloned().unwrap();
         assert!(seg.lifecycle().permits(crate::eligibility::Purpose::Allocate));
         assert!(
-            !m.seam().executor(&seg.owner).serves(),
+            !m.core.seam().executor(&seg.owner).serves(),
             "the owner should be Suspected by now"
         );
         assert_eq!(recheck(), 0, "a Suspected owner's incomplete replica was kept");
@@ -547,8 +425,8 @@ mod tests {
         let id = m.replicate("k", "s2", false).unwrap();
         let s2 = m.segments().by_name("s2").cloned().unwrap();
         let recheck = || {
-            let mut shard = m.shards.lock_key("k");
-            m.settle_new_task(&mut shard, id, &s2.owner, Some(&s2))
+            let mut shard = m.core.data.shards().lock_key("k");
+            m.core.settle_new_task(&mut shard, id, &s2.owner, Some(&s2))
         };
         assert_eq!(recheck(), Ok(()), "a task for an Active target owner was cancelled");
         assert!(m.tasks().get(id).is_some() && s2.used() == 10);
@@ -562,7 +440,10 @@ mod tests {
             m.ping("c1");
             m.tick();
         }
-        assert!(!m.seam().executor(&s2.owner).serves(), "c2 should be Suspected by now");
+        assert!(
+            !m.core.seam().executor(&s2.owner).serves(),
+            "c2 should be Suspected by now"
+        );
         assert!(m.tasks().get(id).is_some(), "the task is held while c2 is Suspected");
         assert_eq!(recheck(), Err(MasterError::UnavailableInCurrentStatus));
         assert!(m.tasks().get(id).is_none(), "the task was kept");
@@ -595,16 +476,19 @@ mod tests {
             m.tick();
         }
         let s1 = m.segments().by_name("s1").cloned().unwrap();
-        assert!(!m.seam().executor(&s1.owner).retains(), "c1 should be Offline by now");
+        assert!(
+            !m.core.seam().executor(&s1.owner).retains(),
+            "c1 should be Offline by now"
+        );
         assert!(
             m.tasks().get(task).is_some(),
             "the outbox job has not run: the task is still there"
         );
-        let mut shard = m.shards.lock_key("k");
+        let mut shard = m.core.data.shards().lock_key("k");
         let mut refunds = Refunds::new();
-        m.finish_task_in(&mut shard, task, &mut refunds);
+        m.core.finish_task_in(&mut shard, task, &mut refunds);
         drop(shard);
-        m.apply_refunds(refunds);
+        m.core.data.quotas().apply_refunds(refunds);
         let objects = m.objects();
         let local = objects["k"].replicas.iter().filter(|r| r.segment().is_none()).count();
         assert_eq!(local, 0, "an Offline executor's LocalDisk replica was kept");
@@ -617,14 +501,14 @@ mod tests {
     #[test]
     fn start_offboarding_workers_starts_the_pool_and_shutdown_stops_it() {
         let (_clock, m) = manual_master(2_000, MasterOptions::default());
-        assert!(lock(&m.pool).is_none());
+        assert!(m.core.jobs.pool().is_none());
         m.start_offboarding_workers();
         assert!(
-            lock(&m.pool).is_some(),
+            m.core.jobs.pool().is_some(),
             "no worker pool after start_offboarding_workers"
         );
         assert_eq!(m.shutdown_offboarding(), 0, "an idle pool hands nothing back");
-        assert!(lock(&m.pool).is_none());
+        assert!(m.core.jobs.pool().is_none());
     }
 
     /// Dropping a master stops its worker pool: the workers hold the core, so without the stop
@@ -690,7 +574,7 @@ mod tests {
     #[test]
     fn a_stall_is_counted_in_the_masters_stats_with_its_length() {
         let (clock, m) = manual_master(20_000, MasterOptions::default());
-        assert!(!m.shards.is_empty() && m.shards.len().is_power_of_two());
+        assert!(!m.core.data.shards().is_empty() && m.core.data.shards().len().is_power_of_two());
         let counted = |m: &Master| {
             let s = m.segments(); // one guard
             (s.len(), s.is_empty())
@@ -758,7 +642,7 @@ mod tests {
         m.put("b", 60, 1).unwrap();
 
         m.mount_local_disk("c1", 1_000).unwrap();
-        let mut disks = lock(&m.local_disks);
+        let mut disks = m.core.membership.local_disks();
         let disk = disks.values_mut().next().unwrap();
         disk.used = 60;
         disk.hold_frees(true);

@@ -34,7 +34,7 @@ pub struct MasterOptions {
     /// pre-sized to its share so that a bulk load (a promotion, a warm-up) does not rehash every
     /// table a dozen times on the way. 0 (the default) grows the tables on demand.
     pub expected_objects: usize,
-    /// Events the master's log keeps until [`take_events`](super::MasterCore::take_events)
+    /// Events the master's log keeps until [`take_events`](super::Master::take_events)
     /// drains it; beyond that the oldest are dropped and counted (`Stats::events_dropped`).
     pub event_log_capacity: usize,
 }

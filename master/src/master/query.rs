@@ -2,7 +2,7 @@
 //! (decisions.md, question 1), unlike descriptor queries, which follow the serving rule.
 
 use super::segment::Lifecycle;
-use super::{lock, MasterCore};
+use super::{Master, MasterCore};
 use crate::liveness::LivenessState;
 
 /// One client in the diagnostic query.
@@ -59,9 +59,16 @@ pub struct QueryReport {
     pub segment: Option<SegmentStatus>,
 }
 
-impl MasterCore {
+impl Master {
     /// Diagnostic status, optionally restricted to one client and/or describing one segment.
     pub fn query(&self, client: Option<&str>, segment: Option<&str>) -> QueryReport {
+        self.core.query(client, segment)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::query`].
+    pub(crate) fn query(&self, client: Option<&str>, segment: Option<&str>) -> QueryReport {
         let mut clients: Vec<ClientStatus> = self
             .live
             .registry()
@@ -71,12 +78,12 @@ impl MasterCore {
                 let id = rec.client();
                 // One lock per statement: in a struct literal every guard would live until the
                 // literal is built, nesting leaves the lock order keeps apart.
-                let segments = self.segments().owned_by(id).len();
-                let tasks = self.tasks().of_client(id).len();
-                let local_disk = lock(&self.local_disks).contains_key(&id);
+                let segments = self.data.segments().owned_by(id).len();
+                let tasks = self.work.tasks().of_client(id).len();
+                let local_disk = self.membership.local_disks().contains_key(&id);
                 let job = self.pending_job_of(id, rec.incarnation());
                 ClientStatus {
-                    client: self.client_name(id),
+                    client: self.membership.client_name(id),
                     incarnation: rec.incarnation().0,
                     state: rec.state(),
                     ready: rec.is_ready(),
@@ -91,7 +98,7 @@ impl MasterCore {
             .collect();
         clients.sort_by(|a, b| a.client.cmp(&b.client));
         let segment = segment.and_then(|name| {
-            let seg = self.segments().by_name(name)?.clone();
+            let seg = self.data.segments().by_name(name)?.clone();
             Some(SegmentStatus {
                 segment: seg.name.clone(),
                 client: seg.client_name.to_string(),

@@ -1,14 +1,15 @@
 //! Per-tenant quotas: the limit an operator sets, the bytes charged by replicas, and the
 //! refunds offboarding and removals give back.
 //!
-//! Owns: [`TenantQuota`], the `quotas` leaf of [`MasterCore`] (every read and write of it is a
-//! method here, each taking that leaf alone and briefly, so it may be called under a shard
-//! lock), and the [`Refunds`] a path gathers while releasing replicas and applies afterwards.
+//! Owns: [`TenantQuota`], `Quotas` (the quota leaf, held by the data room: every read and
+//! write of it is a method here, each taking that leaf alone and briefly, so it may be called
+//! under a shard lock), and the [`Refunds`] a path gathers while releasing replicas and
+//! applies afterwards.
 //! Arithmetic saturates: sizes come from clients, and a sum past `u64::MAX` must neither wrap
 //! nor panic. May not touch: any other lock.
 
-use super::{lock, MasterCore};
-use crate::sync::MutexGuard;
+use super::lock_order::{lock, Held, Level, Ordered};
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::BTreeMap;
 
 /// One tenant's quota.
@@ -18,6 +19,16 @@ pub struct TenantQuota {
     pub used: u64,
     /// Limit, if any.
     pub limit: Option<u64>,
+}
+
+/// The tenants' quotas behind their leaf lock.
+#[derive(Debug, Default)]
+pub(crate) struct Quotas {
+    table: Mutex<BTreeMap<String, TenantQuota>>,
+}
+
+impl Ordered for BTreeMap<String, TenantQuota> {
+    const LEVEL: Level = Level::Leaf;
 }
 
 /// Quota refunds gathered while releasing replicas: tenant → bytes.
@@ -32,26 +43,26 @@ pub(crate) fn add_refund(refunds: &mut Refunds, tenant: &str, bytes: u64) {
     }
 }
 
-impl MasterCore {
-    /// Bytes charged to all tenants (every replica, including ones being written).
-    pub fn quota_used(&self) -> u64 {
-        lock(&self.quotas).values().map(|q| q.used).sum()
+impl Quotas {
+    /// Bytes charged to all tenants.
+    pub(crate) fn used(&self) -> u64 {
+        lock(&self.table).values().map(|q| q.used).sum()
     }
 
-    /// Per-tenant quota accounting (locked).
-    pub fn quotas(&self) -> super::Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
-        lock(&self.quotas)
+    /// The table (the leaf, locked).
+    pub(crate) fn table(&self) -> Held<MutexGuard<'_, BTreeMap<String, TenantQuota>>> {
+        lock(&self.table)
     }
 
-    /// Sets (or with `None` removes) a tenant's quota limit, bytes.
-    pub fn set_quota_limit(&self, tenant: &str, limit: Option<u64>) {
-        lock(&self.quotas).entry(tenant.to_string()).or_default().limit = limit;
+    /// Sets (or with `None` removes) `tenant`'s limit.
+    pub(crate) fn set_limit(&self, tenant: &str, limit: Option<u64>) {
+        lock(&self.table).entry(tenant.to_string()).or_default().limit = limit;
     }
 
     /// Charges `bytes` to `tenant` if its limit allows `bytes` more; `false` (nothing charged)
     /// if it does not.
-    pub(super) fn try_charge(&self, tenant: &str, bytes: u64) -> bool {
-        let mut quotas = lock(&self.quotas);
+    pub(crate) fn try_charge(&self, tenant: &str, bytes: u64) -> bool {
+        let mut quotas = lock(&self.table);
         let q = match quotas.get_mut(tenant) {
             Some(q) => q,
             None => quotas.entry(tenant.to_string()).or_default(),
@@ -67,8 +78,8 @@ impl MasterCore {
 
     /// Charges `bytes` to `tenant` whatever its limit (work admitted earlier, e.g. an offload
     /// whose space was checked at admission).
-    pub(super) fn charge(&self, tenant: &str, bytes: u64) {
-        let mut quotas = lock(&self.quotas);
+    pub(crate) fn charge(&self, tenant: &str, bytes: u64) {
+        let mut quotas = lock(&self.table);
         let q = match quotas.get_mut(tenant) {
             Some(q) => q,
             None => quotas.entry(tenant.to_string()).or_default(),
@@ -77,21 +88,28 @@ impl MasterCore {
     }
 
     /// Would `tenant`'s limit allow `bytes` more now? (A hint: the charge re-checks.)
-    pub(super) fn quota_allows(&self, tenant: &str, bytes: u64) -> bool {
-        lock(&self.quotas)
+    pub(crate) fn allows(&self, tenant: &str, bytes: u64) -> bool {
+        lock(&self.table)
             .get(tenant)
             .is_none_or(|q| q.limit.is_none_or(|l| q.used.saturating_add(bytes) <= l))
     }
 
-    pub(super) fn apply_refunds(&self, refunds: Refunds) {
+    /// Gives back the bytes `refunds` gathered.
+    pub(crate) fn apply_refunds(&self, refunds: Refunds) {
         if refunds.is_empty() {
             return;
         }
-        let mut quotas = lock(&self.quotas);
+        let mut quotas = lock(&self.table);
         for (tenant, bytes) in refunds {
             if let Some(q) = quotas.get_mut(&tenant) {
                 q.used = q.used.saturating_sub(bytes);
             }
         }
+    }
+
+    /// The table, past the order check (a test holding every lock of the master at once).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn table_raw(&self) -> MutexGuard<'_, BTreeMap<String, TenantQuota>> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -164,6 +164,17 @@ impl Shards {
     pub fn object_count(&self) -> usize {
         (0..self.len()).map(|i| self.lock(i).objects.len()).sum()
     }
+
+    /// A copy of every object, by key (a walk: one shard lock at a time, so under concurrent
+    /// writes it is a per-shard cut).
+    pub fn copy_all(&self) -> std::collections::BTreeMap<String, Object> {
+        let mut out = std::collections::BTreeMap::new();
+        for i in 0..self.len() {
+            let shard = self.lock(i);
+            out.extend(shard.objects.iter().map(|(k, o)| (k.clone(), o.clone())));
+        }
+        out
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -15,7 +15,7 @@ use super::object::{Replica, ReplicaKind};
 use super::segment::{Segment, SegmentId};
 use super::shard::Shard;
 use super::task::{Task, TaskKind};
-use super::{lock, MasterCore, MasterError, Refunds, TaskDesc};
+use super::{Master, MasterCore, MasterError, Refunds, TaskDesc};
 use crate::eligibility::{self, Purpose};
 use crate::liveness::{ClientId, ClientLivenessRecord, Owner};
 use crate::sync::Arc;
@@ -28,17 +28,58 @@ enum Target {
     Reserved(Arc<Segment>, u64),
 }
 
-impl MasterCore {
+impl Master {
     /// CopyStart (`remove_source` false) / MoveStart (true): a task for the owner of `to`.
     pub fn replicate(&self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
+        self.core.replicate(key, to, remove_source)
+    }
+
+    /// FetchTasks: hands an Active client its pending Copy/Move/promotion tasks whose other side
+    /// serves too. A Suspected client gets nothing and keeps its tasks; unknown and Offline
+    /// clients get nothing (and an unknown name creates nothing).
+    pub fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
+        self.core.fetch_tasks(client)
+    }
+
+    /// Task completion (`ok`) or failure callback from its executor.
+    pub fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
+        self.core.task_done(client, task, ok)
+    }
+
+    /// Drain: the segment stops taking allocations and each of its objects gets a Move task to a
+    /// serving target (never a non-Active owner's segment). Objects with no servable source or
+    /// no target stay for a later drain.
+    pub fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        self.core.drain(segment)
+    }
+
+    /// Offload heartbeat: an Active client with a LocalDisk registration is handed offload work
+    /// for completed objects on its own serving segments that have no LocalDisk replica yet,
+    /// within its free capacity and its tenants' quotas. A Suspected client is handed nothing
+    /// and nothing new is admitted for it; work already queued waits for recovery.
+    pub fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        self.core.offload_heartbeat(client)
+    }
+
+    /// Promotion on hit: an object held only on LocalDisk gets a memory replica; the LocalDisk
+    /// owner (which must be Active) executes it, the target is a serving segment.
+    pub fn promote(&self, key: &str) -> Result<u64, MasterError> {
+        self.core.promote(key)
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::replicate`].
+    pub(crate) fn replicate(&self, key: &str, to: &str, remove_source: bool) -> Result<u64, MasterError> {
         let target = self
+            .data
             .segments()
             .by_name(to)
             .cloned()
             .ok_or(MasterError::SegmentNotFound)?;
         let seam = self.seam();
-        let si = self.shards.index_of(key);
-        let mut shard = self.shards.lock(si);
+        let si = self.data.shards().index_of(key);
+        let mut shard = self.data.shards().lock(si);
         let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         let source = obj
             .replicas
@@ -77,12 +118,15 @@ impl MasterCore {
         if reserved.is_none() && !target.try_reserve(key, size) {
             return Err(MasterError::UnavailableInCurrentStatus);
         }
-        if !self.try_charge(&tenant, size) {
+        if !self.data.quotas().try_charge(&tenant, size) {
             target.release(key, size);
             return Err(MasterError::TenantQuotaExceeded);
         }
         let executor = target.owner.clone();
-        let id = lock(&self.tasks).submit(kind, key, executor, source, Some(target.clone()), si);
+        let id = self
+            .work
+            .tasks()
+            .submit(kind, key, executor, source, Some(target.clone()), si);
         let obj = shard.objects.get_mut(key).expect("checked under the same shard lock");
         obj.replicas.push(Replica::memory(target.clone()));
         obj.replication_task = Some(id);
@@ -148,15 +192,13 @@ impl MasterCore {
         }
         let mut refunds = Refunds::new();
         self.cancel_task_in(shard, id, &mut refunds);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         Err(MasterError::UnavailableInCurrentStatus)
     }
 
-    /// FetchTasks: hands an Active client its pending Copy/Move/promotion tasks whose other side
-    /// serves too. A Suspected client gets nothing and keeps its tasks; unknown and Offline
-    /// clients get nothing (and an unknown name creates nothing).
-    pub fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
-        match self.names.lookup(client) {
+    /// The work behind [`Master::fetch_tasks`].
+    pub(crate) fn fetch_tasks(&self, client: &str) -> Vec<TaskDesc> {
+        match self.membership.names().lookup(client) {
             Some(id) => self.deliver(id, false),
             None => Vec::new(),
         }
@@ -171,7 +213,8 @@ impl MasterCore {
         }
         // Only this incarnation's tasks: one of an earlier incarnation is never handed to a
         // later one (fencing), whatever left it queued.
-        lock(&self.tasks)
+        self.work
+            .tasks()
             .take_pending(id, offload, |t| t.executor.is(&rec) && self.deliverable(t))
             .into_iter()
             .map(|t| TaskDesc {
@@ -197,11 +240,11 @@ impl MasterCore {
         source_ok && target_ok
     }
 
-    /// Task completion (`ok`) or failure callback from its executor.
-    pub fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
+    /// The work behind [`Master::task_done`].
+    pub(crate) fn task_done(&self, client: &str, task: u64, ok: bool) -> Result<(), MasterError> {
         let rec = self.callback_record(client)?;
         let (si, _) = self.task_owned_by(task, &rec)?;
-        let mut shard = self.shards.lock(si);
+        let mut shard = self.data.shards().lock(si);
         // The task may have been cancelled (or completed) between the two locks.
         self.task_owned_by(task, &rec)?;
         let mut refunds = Refunds::new();
@@ -211,13 +254,13 @@ impl MasterCore {
             self.cancel_task_in(&mut shard, task, &mut refunds);
         }
         drop(shard);
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
         Ok(())
     }
 
     /// The shard and key of `task`, if `rec` executes it.
     fn task_owned_by(&self, task: u64, rec: &Arc<ClientLivenessRecord>) -> Result<(usize, String), MasterError> {
-        let tasks = lock(&self.tasks);
+        let tasks = self.work.tasks();
         let t = tasks.get(task).ok_or(MasterError::TaskNotFound)?;
         if !t.executor.is(rec) {
             return Err(MasterError::IllegalClient);
@@ -227,7 +270,7 @@ impl MasterCore {
 
     /// Applies a successful task.
     pub(super) fn finish_task_in(&self, shard: &mut Shard, id: u64, refunds: &mut Refunds) {
-        let Some(t) = lock(&self.tasks).remove(id) else {
+        let Some(t) = self.work.tasks().remove(id) else {
             return;
         };
         let Some(obj) = shard.objects.get_mut(&t.key) else {
@@ -260,10 +303,10 @@ impl MasterCore {
             obj.tier_task = None;
         }
         if t.kind == TaskKind::Offload {
-            if let Some(disk) = lock(&self.local_disks).get_mut(&t.executor.client()) {
+            if let Some(disk) = self.membership.local_disks().get_mut(&t.executor.client()) {
                 disk.keys.insert(t.key.clone());
             }
-            self.charge(&tenant, size);
+            self.data.quotas().charge(&tenant, size);
             self.settle_offload(shard, &t.key, &t.executor, refunds);
         }
         if t.kind == TaskKind::Move {
@@ -284,7 +327,7 @@ impl MasterCore {
 
     /// Drops a task and whatever it had reserved (its target allocation or offload space).
     pub(super) fn cancel_task_in(&self, shard: &mut Shard, id: u64, refunds: &mut Refunds) {
-        let Some(t) = lock(&self.tasks).remove(id) else {
+        let Some(t) = self.work.tasks().remove(id) else {
             return;
         };
         let Some(obj) = shard.objects.get_mut(&t.key) else {
@@ -297,7 +340,7 @@ impl MasterCore {
         }
         let size = obj.size;
         if t.kind == TaskKind::Offload {
-            if let Some(disk) = lock(&self.local_disks).get_mut(&t.executor.client()) {
+            if let Some(disk) = self.membership.local_disks().get_mut(&t.executor.client()) {
                 disk.release(size);
             }
         } else if let Some(target) = t.target_id() {
@@ -312,7 +355,7 @@ impl MasterCore {
         };
         let ids: Vec<u64> = obj.replication_task.into_iter().chain(obj.tier_task).collect();
         let touching: Vec<u64> = {
-            let tasks = lock(&self.tasks);
+            let tasks = self.work.tasks();
             ids.into_iter()
                 .filter(|id| tasks.get(*id).is_some_and(|t| t.touches(sid)))
                 .collect()
@@ -322,11 +365,10 @@ impl MasterCore {
         }
     }
 
-    /// Drain: the segment stops taking allocations and each of its objects gets a Move task to a
-    /// serving target (never a non-Active owner's segment). Objects with no servable source or
-    /// no target stay for a later drain.
-    pub fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
+    /// The work behind [`Master::drain`].
+    pub(crate) fn drain(&self, segment: &str) -> Result<Vec<TaskDesc>, MasterError> {
         let seg = self
+            .data
             .segments()
             .by_name(segment)
             .cloned()
@@ -349,8 +391,8 @@ impl MasterCore {
     }
 
     fn drain_one(&self, seg: &Arc<Segment>, key: &str) -> Option<u64> {
-        let si = self.shards.index_of(key);
-        let mut shard = self.shards.lock(si);
+        let si = self.data.shards().index_of(key);
+        let mut shard = self.data.shards().lock(si);
         let obj = shard.objects.get(key)?;
         if obj.replication_task.is_some() || !obj.is_complete() {
             return None;
@@ -364,13 +406,16 @@ impl MasterCore {
             .ok()
     }
 
-    /// Offload heartbeat: an Active client with a LocalDisk registration is handed offload work
-    /// for completed objects on its own serving segments that have no LocalDisk replica yet,
-    /// within its free capacity and its tenants' quotas. A Suspected client is handed nothing
-    /// and nothing new is admitted for it; work already queued waits for recovery.
-    pub fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
-        let id = self.names.lookup(client).ok_or(MasterError::SegmentNotFound)?;
-        let owner = lock(&self.local_disks)
+    /// The work behind [`Master::offload_heartbeat`].
+    pub(crate) fn offload_heartbeat(&self, client: &str) -> Result<Vec<TaskDesc>, MasterError> {
+        let id = self
+            .membership
+            .names()
+            .lookup(client)
+            .ok_or(MasterError::SegmentNotFound)?;
+        let owner = self
+            .membership
+            .local_disks()
             .get(&id)
             .map(|d| d.owner.clone())
             .ok_or(MasterError::SegmentNotFound)?;
@@ -388,11 +433,11 @@ impl MasterCore {
         let mut candidates = Vec::new();
         // The table's guard must be gone before a shard is locked (Put takes shard → table):
         // bound to a statement of its own, it is dropped here, not at the end of the loop.
-        let owned = self.segments().owned_by(id);
+        let owned = self.data.segments().owned_by(id);
         for seg in owned {
             let keys: Vec<String> = seg.alloc().keys.iter().cloned().collect();
             for key in keys {
-                if self.offloadable(&self.shards.lock_key(&key), &key, seg.id) {
+                if self.offloadable(&self.data.shards().lock_key(&key), &key, seg.id) {
                     candidates.push(key);
                 }
             }
@@ -416,8 +461,8 @@ impl MasterCore {
     }
 
     fn admit_offload(&self, id: ClientId, owner: &Owner, key: &str) {
-        let si = self.shards.index_of(key);
-        let mut shard = self.shards.lock(si);
+        let si = self.data.shards().index_of(key);
+        let mut shard = self.data.shards().lock(si);
         let Some(obj) = shard.objects.get(key) else {
             return;
         };
@@ -431,11 +476,11 @@ impl MasterCore {
             return;
         }
         let (size, tenant) = (obj.size, obj.tenant.clone());
-        if !self.quota_allows(&tenant, size) {
+        if !self.data.quotas().allows(&tenant, size) {
             return;
         }
         {
-            let mut disks = lock(&self.local_disks);
+            let mut disks = self.membership.local_disks();
             let Some(disk) = disks.get_mut(&id).filter(|d| d.owner.is(owner)) else {
                 return;
             };
@@ -444,7 +489,10 @@ impl MasterCore {
             }
             disk.used += size;
         }
-        let task = lock(&self.tasks).submit(TaskKind::Offload, key, owner.clone(), None, None, si);
+        let task = self
+            .work
+            .tasks()
+            .submit(TaskKind::Offload, key, owner.clone(), None, None, si);
         if let Some(o) = shard.objects.get_mut(key) {
             o.tier_task = Some(task);
         }
@@ -453,12 +501,11 @@ impl MasterCore {
         let _ = self.settle_new_task(&mut shard, task, owner, None);
     }
 
-    /// Promotion on hit: an object held only on LocalDisk gets a memory replica; the LocalDisk
-    /// owner (which must be Active) executes it, the target is a serving segment.
-    pub fn promote(&self, key: &str) -> Result<u64, MasterError> {
+    /// The work behind [`Master::promote`].
+    pub(crate) fn promote(&self, key: &str) -> Result<u64, MasterError> {
         let seam = self.seam();
-        let si = self.shards.index_of(key);
-        let mut shard = self.shards.lock(si);
+        let si = self.data.shards().index_of(key);
+        let mut shard = self.data.shards().lock(si);
         let obj = shard.objects.get(key).ok_or(MasterError::ObjectNotFound)?;
         if obj.has_memory() || obj.tier_task.is_some() {
             return Err(MasterError::InvalidParams);
@@ -477,11 +524,14 @@ impl MasterCore {
             .reserve_segments(key, size, 1, &[])
             .pop()
             .ok_or(MasterError::NoAvailableHandle)?;
-        if !self.try_charge(&tenant, size) {
+        if !self.data.quotas().try_charge(&tenant, size) {
             target.release(key, size);
             return Err(MasterError::TenantQuotaExceeded);
         }
-        let id = lock(&self.tasks).submit(TaskKind::Promote, key, executor.clone(), None, Some(target.clone()), si);
+        let id = self
+            .work
+            .tasks()
+            .submit(TaskKind::Promote, key, executor.clone(), None, Some(target.clone()), si);
         let obj = shard.objects.get_mut(key).expect("checked under the same shard lock");
         obj.replicas.push(Replica::memory(target.clone()));
         obj.tier_task = Some(id);

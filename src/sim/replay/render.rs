@@ -184,7 +184,7 @@ fn answer_fields(op: &Op, answer: &Answer, out: &mut JsonLine) {
         }
         Answer::Query(report) => {
             // The contract pins `query`'s fields; the parked job's detail (attempts, last error)
-            // is `MasterCore::query`'s, not replay's.
+            // is `Master::query`'s, not replay's.
             let clients: Vec<_> = report
                 .clients
                 .iter()

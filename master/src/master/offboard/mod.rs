@@ -16,8 +16,8 @@
 //!   mint, every job restored from a snapshot and every job handed back; the workers own the
 //!   retries. Completions reach the master's events and [`Stats`](crate::telemetry::Stats).
 //!   Stopping them parks every job not completed in the master (the next snapshot records it).
-//! - `Outbox`: jobs are collected for an embedder's own executor ([`MasterCore::take_jobs`]);
-//!   a job it cannot run goes back with [`MasterCore::return_job`].
+//! - `Outbox`: jobs are collected for an embedder's own executor ([`Master::take_jobs`]);
+//!   a job it cannot run goes back with [`Master::return_job`].
 //!
 //! Whatever the driver, a job is in exactly one place — parked here, in the outbox, in the
 //! executor, or completed — and switching drivers moves jobs, never drops them. The Offline
@@ -46,7 +46,7 @@ mod steps;
 pub(super) use pool::Pool;
 use steps::Inline;
 
-use super::{lock, MasterCore, MasterEvent};
+use super::{Master, MasterCore, MasterEvent};
 use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::schedule::{Limits, Schedule};
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, Step};
@@ -128,14 +128,10 @@ pub struct PendingJob {
     pub next_attempt_ms: u64,
 }
 
-impl MasterCore {
-    fn now_ms(&self) -> u64 {
-        self.live.clock().base().now_ms()
-    }
-
+impl Master {
     /// Fault injection: the next `times` executions of `step` fail.
     pub fn fail_step(&self, step: Step, times: u32) {
-        *lock(&self.offboarding).faults.entry(step).or_default() += times;
+        self.core.fail_step(step, times)
     }
 
     /// Sets how many keys (and tasks) one call of the `metadata` step handles before it answers
@@ -144,12 +140,45 @@ impl MasterCore {
     /// `differential` fuzz target set it small so that an incarnation of a few keys needs
     /// several batches.
     pub fn set_offboarding_batch_keys(&self, keys: usize) {
-        lock(&self.offboarding).keys_per_batch = keys.max(1);
+        self.core.set_offboarding_batch_keys(keys)
     }
 
     /// Jobs parked in the master (failed or rate-limited, handed back or restored).
     pub fn pending_jobs(&self) -> Vec<(ClientId, PendingJob)> {
-        lock(&self.offboarding)
+        self.core.pending_jobs()
+    }
+
+    /// Takes the jobs collected for the embedder's executor since the last call (`Outbox`).
+    pub fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
+        self.core.take_jobs()
+    }
+
+    /// Gives a job back (e.g. after the embedder's executor refused it): it is parked and handed
+    /// on again at the next tick, to whoever runs jobs then. Never dropped.
+    pub fn return_job(&self, job: ClientOffboardingJob) {
+        self.core.return_job(job)
+    }
+}
+
+impl MasterCore {
+    fn now_ms(&self) -> u64 {
+        self.live.clock().base().now_ms()
+    }
+
+    /// The work behind [`Master::fail_step`].
+    pub(crate) fn fail_step(&self, step: Step, times: u32) {
+        *self.jobs.state().faults.entry(step).or_default() += times;
+    }
+
+    /// The work behind [`Master::set_offboarding_batch_keys`].
+    pub(crate) fn set_offboarding_batch_keys(&self, keys: usize) {
+        self.jobs.state().keys_per_batch = keys.max(1);
+    }
+
+    /// The work behind [`Master::pending_jobs`].
+    pub(crate) fn pending_jobs(&self) -> Vec<(ClientId, PendingJob)> {
+        self.jobs
+            .state()
             .schedule
             .parked()
             .map(|(due, job)| (job.client(), pending_job(job, due)))
@@ -158,7 +187,7 @@ impl MasterCore {
 
     /// The parked job of `(client, incarnation)`, as the diagnostic query shows it.
     pub(super) fn pending_job_of(&self, client: ClientId, inc: Incarnation) -> Option<PendingJob> {
-        let off = lock(&self.offboarding);
+        let off = self.jobs.state();
         let parked = off.schedule.parked().map(|(due, j)| (j, due));
         let mut jobs = parked.chain(off.outbox.iter().map(|j| (j, 0)));
         jobs.find(|(j, _)| j.client() == client && j.incarnation() == inc)
@@ -170,7 +199,7 @@ impl MasterCore {
     /// is listed "not started": steps are idempotent). Holds the `offboarding` leaf while it
     /// reads the registry, which takes no lock.
     pub(super) fn client_sections(&self) -> (Vec<crate::snapshot::ClientSnap>, Vec<(u128, u64)>) {
-        let off = lock(&self.offboarding);
+        let off = self.jobs.state();
         crate::persist::client_sections(
             &self.live,
             off.schedule.parked().map(|(_, j)| j).chain(off.outbox.iter()),
@@ -180,7 +209,8 @@ impl MasterCore {
     /// Was `segment` unmounted by an offboarding job of a client other than `asker` that has not
     /// completed? Its name stays taken until then.
     pub(super) fn held_by_pending_offboarding(&self, segment: &str, asker: ClientId) -> bool {
-        lock(&self.offboarding)
+        self.jobs
+            .state()
             .scratch
             .iter()
             .any(|((c, _), s)| *c != asker && s.segment_names.iter().any(|n| n == segment))
@@ -188,7 +218,7 @@ impl MasterCore {
 
     /// Offboarding scratch (snapshot capture).
     pub(super) fn scratch(&self) -> BTreeMap<(ClientId, Incarnation), Scratch> {
-        lock(&self.offboarding).scratch.clone()
+        self.jobs.state().scratch.clone()
     }
 
     /// Restores scratch and the restored jobs (snapshot restore): parked, due at once, so the
@@ -200,7 +230,7 @@ impl MasterCore {
     ) {
         let now = self.now_ms();
         {
-            let mut off = lock(&self.offboarding);
+            let mut off = self.jobs.state();
             off.scratch = scratch;
             for job in jobs {
                 off.park(job, now);
@@ -210,7 +240,7 @@ impl MasterCore {
 
     /// Age of the oldest parked job (since its Offline commit), ms.
     pub(super) fn oldest_pending_age(&self, now: u64) -> u64 {
-        let off = lock(&self.offboarding);
+        let off = self.jobs.state();
         let oldest = off
             .schedule
             .parked()
@@ -221,16 +251,15 @@ impl MasterCore {
         oldest.map_or(0, |t| now.saturating_sub(t))
     }
 
-    /// Takes the jobs collected for the embedder's executor since the last call (`Outbox`).
-    pub fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
-        std::mem::take(&mut lock(&self.offboarding).outbox)
+    /// The work behind [`Master::take_jobs`].
+    pub(crate) fn take_jobs(&self) -> Vec<ClientOffboardingJob> {
+        std::mem::take(&mut self.jobs.state().outbox)
     }
 
-    /// Gives a job back (e.g. after the embedder's executor refused it): it is parked and handed
-    /// on again at the next tick, to whoever runs jobs then. Never dropped.
-    pub fn return_job(&self, job: ClientOffboardingJob) {
+    /// The work behind [`Master::return_job`].
+    pub(crate) fn return_job(&self, job: ClientOffboardingJob) {
         let now = self.now_ms();
-        lock(&self.offboarding).park(job, now);
+        self.jobs.state().park(job, now);
     }
 
     /// Runs due parked jobs, then `fresh` ones (first attempt at the committing tick), through
@@ -238,12 +267,12 @@ impl MasterCore {
     pub(super) fn run_offboarding(&self, fresh: Vec<ClientOffboardingJob>) {
         let now = self.now_ms();
         let (driver, mut jobs) = {
-            let mut off = lock(&self.offboarding);
+            let mut off = self.jobs.state();
             (off.driver(), off.schedule.take_due(now))
         };
         jobs.extend(fresh);
         match driver {
-            OffboardingDriver::Outbox => lock(&self.offboarding).outbox.extend(jobs),
+            OffboardingDriver::Outbox => self.jobs.state().outbox.extend(jobs),
             OffboardingDriver::Workers => self.submit_to_workers(jobs, now),
             _ => {
                 for job in jobs {
@@ -257,14 +286,14 @@ impl MasterCore {
     /// start token); a failure is parked for its retry.
     fn attempt(&self, job: ClientOffboardingJob, now: u64) {
         let limits = Limits::from_config(&self.live.config().load());
-        let Some(job) = lock(&self.offboarding).schedule.admit(job, now, &limits) else {
+        let Some(job) = self.jobs.state().schedule.admit(job, now, &limits) else {
             return;
         };
         let committed_at = job.committed_at_ms();
         match complete_client_offboarding(&mut Inline(self), self.live.registry(), job) {
             Ok(done) => {
                 crate::telemetry::job_completed(now.saturating_sub(committed_at));
-                self.record(MasterEvent::Offboarded {
+                self.journal.record(MasterEvent::Offboarded {
                     client: done.client,
                     incarnation: done.incarnation,
                     attempts: done.attempts,
@@ -272,8 +301,8 @@ impl MasterCore {
                 })
             }
             Err(job) => {
-                let retry = lock(&self.offboarding).schedule.retry(job, now, &limits);
-                self.record(MasterEvent::OffboardingRetry {
+                let retry = self.jobs.state().schedule.retry(job, now, &limits);
+                self.journal.record(MasterEvent::OffboardingRetry {
                     client: retry.client,
                     incarnation: retry.incarnation,
                     step: retry.step,

@@ -12,7 +12,9 @@
 //! Under loom there are no worker threads: `Workers` degrades to `Outbox` and the models drive
 //! jobs by hand.
 
-use super::super::{lock, MasterCore};
+#[cfg(not(loom))]
+use super::super::Master;
+use super::super::MasterCore;
 use super::OffboardingDriver;
 use crate::offboarding::ClientOffboardingJob;
 use crate::sync::Arc;
@@ -52,7 +54,15 @@ impl SharedSteps for MasterCore {
     }
 
     fn on_retry(&self, retry: &crate::offboarding::schedule::Retry) {
-        self.count_step_failure(retry.step);
+        self.journal.count_step_failure(retry.step);
+    }
+}
+
+#[cfg(not(loom))]
+impl Master {
+    /// Jobs queued for or waiting for a retry in the workers.
+    pub fn jobs_in_workers(&self) -> usize {
+        self.core.jobs_in_workers()
     }
 }
 
@@ -65,7 +75,7 @@ impl MasterCore {
             self.stop_offboarding_workers();
         }
         {
-            let mut off = lock(&self.offboarding);
+            let mut off = self.jobs.state();
             off.driver = Some(driver);
             if driver != OffboardingDriver::Outbox {
                 let now = self.now_ms();
@@ -80,7 +90,7 @@ impl MasterCore {
     }
 
     fn start_pool(&self, me: &Arc<MasterCore>) {
-        let mut pool = lock(&self.pool);
+        let mut pool = self.jobs.pool();
         if pool.is_some() {
             return;
         }
@@ -89,7 +99,7 @@ impl MasterCore {
         let on_complete = move |done: crate::offboarding::Completed| {
             if let Some(core) = weak.upgrade() {
                 let at_ms = core.now_ms();
-                core.record(MasterEvent::Offboarded {
+                core.journal.record(MasterEvent::Offboarded {
                     client: done.client,
                     incarnation: done.incarnation,
                     attempts: done.attempts,
@@ -102,34 +112,34 @@ impl MasterCore {
             Err(e) => {
                 // No threads: fall back to running jobs inline rather than stranding them.
                 tracing::error!(error = %e, "cannot start offboarding workers; running jobs inline");
-                lock(&self.offboarding).driver = Some(OffboardingDriver::Inline);
+                self.jobs.state().driver = Some(OffboardingDriver::Inline);
             }
         }
     }
 
     pub(super) fn submit_to_workers(&self, jobs: Vec<ClientOffboardingJob>, now: u64) {
-        let pool = lock(&self.pool);
+        let pool = self.jobs.pool();
         for job in jobs {
             let refused = match pool.as_ref() {
                 Some(p) => p.0.submit(job).err().map(PushError::into_inner),
                 None => Some(job),
             };
             if let Some(job) = refused {
-                lock(&self.offboarding).park(job, now + self.tick_ms);
+                self.jobs.state().park(job, now + self.tick_ms);
             }
         }
     }
 
     /// Stops the workers (if running); parks every job they hand back. Returns how many.
     pub(in crate::master) fn stop_offboarding_workers(&self) -> usize {
-        let Some(Pool(exec)) = lock(&self.pool).take() else {
+        let Some(Pool(exec)) = self.jobs.pool().take() else {
             return 0;
         };
         let drain = std::time::Duration::from_millis(self.live.config().load().shutdown_drain_ms);
         let left = exec.shutdown(drain);
         let n = left.len();
         let now = self.now_ms();
-        let mut off = lock(&self.offboarding);
+        let mut off = self.jobs.state();
         for job in left {
             off.park(job, now);
         }
@@ -138,12 +148,12 @@ impl MasterCore {
 
     /// Jobs queued for the workers and not yet taken (the queue-depth gauge).
     pub(in crate::master) fn worker_queue_depth(&self) -> usize {
-        lock(&self.pool).as_ref().map_or(0, |p| p.0.queued())
+        self.jobs.pool().as_ref().map_or(0, |p| p.0.queued())
     }
 
-    /// Jobs queued for or waiting for a retry in the workers.
-    pub fn jobs_in_workers(&self) -> usize {
-        lock(&self.pool).as_ref().map_or(0, |p| p.0.queued() + p.0.retrying())
+    /// The work behind [`Master::jobs_in_workers`].
+    pub(crate) fn jobs_in_workers(&self) -> usize {
+        self.jobs.pool().as_ref().map_or(0, |p| p.0.queued() + p.0.retrying())
     }
 }
 
@@ -154,11 +164,11 @@ impl MasterCore {
             OffboardingDriver::Workers => OffboardingDriver::Outbox,
             d => d,
         };
-        lock(&self.offboarding).driver = Some(driver);
+        self.jobs.state().driver = Some(driver);
     }
 
     pub(super) fn submit_to_workers(&self, jobs: Vec<ClientOffboardingJob>, _now: u64) {
-        lock(&self.offboarding).outbox.extend(jobs);
+        self.jobs.state().outbox.extend(jobs);
     }
 
     pub(in crate::master) fn stop_offboarding_workers(&self) -> usize {

@@ -15,18 +15,18 @@
 //! final compare-and-erase is [`complete_client_offboarding`](crate::offboarding::complete_client_offboarding)'s),
 //! the parked jobs (`mod.rs`), the worker pool (`pool.rs`).
 
-use super::super::{add_refund, lock, Master, MasterCore, Refunds, Replica, ReplicaKind, Segment};
+use super::super::{add_refund, Master, MasterCore, Refunds, Replica, ReplicaKind, Segment};
 use crate::liveness::ClientLivenessRecord;
 use crate::offboarding::{CleanupError, ClientOffboardingJob, OffboardingSteps, Progress, Step};
 use crate::sync::Arc;
 
 /// Keys (and tasks) the `metadata` step handles per call, unless
-/// [`MasterCore::set_offboarding_batch_keys`] says otherwise.
+/// [`Master::set_offboarding_batch_keys`] says otherwise.
 pub(super) const KEYS_PER_BATCH: usize = 1024;
 
 impl MasterCore {
     fn check_fault(&self, step: Step) -> Result<(), CleanupError> {
-        match lock(&self.offboarding).faults.get_mut(&step) {
+        match self.jobs.state().faults.get_mut(&step) {
             Some(n) if *n > 0 => {
                 *n -= 1;
                 Err(CleanupError::new(step, "injected failure"))
@@ -65,7 +65,7 @@ impl MasterCore {
         let record = job.record().clone();
         let client = record.client();
         let mut refunds = Refunds::new();
-        let mut budget = match lock(&self.offboarding).keys_per_batch {
+        let mut budget = match self.jobs.state().keys_per_batch {
             0 => KEYS_PER_BATCH,
             n => n,
         };
@@ -74,7 +74,7 @@ impl MasterCore {
         // job whose client had more of them than the budget answer `More` for ever (issue 29
         // defect 3).
         let tasks: Vec<(u64, usize)> = {
-            let tasks = lock(&self.tasks);
+            let tasks = self.work.tasks();
             tasks
                 .of_client(client)
                 .into_iter()
@@ -84,29 +84,29 @@ impl MasterCore {
         };
         for (id, si) in tasks {
             budget -= 1;
-            let mut shard = self.shards.lock(si);
+            let mut shard = self.data.shards().lock(si);
             self.cancel_task_in(&mut shard, id, &mut refunds);
         }
         for seg in self.owned_segments(&record) {
             let keys = take_keys(&mut seg.alloc().keys, budget);
             budget -= keys.len();
             for key in &keys {
-                let mut shard = self.shards.lock_key(key);
+                let mut shard = self.data.shards().lock_key(key);
                 self.cancel_tasks_touching_in(&mut shard, key, seg.id, &mut refunds);
                 self.remove_replicas_in(&mut shard, key, |r| r.segment() == Some(seg.id), &mut refunds);
             }
         }
-        let disk_keys = match lock(&self.local_disks).get_mut(&client) {
+        let disk_keys = match self.membership.local_disks().get_mut(&client) {
             Some(d) if d.owner.is(&record) => take_keys(&mut d.keys, budget),
             _ => Default::default(),
         };
         budget -= disk_keys.len();
         let mine = |r: &Replica| matches!(&r.kind, ReplicaKind::LocalDisk { owner } if owner.is(&record));
         for key in &disk_keys {
-            let mut shard = self.shards.lock_key(key);
+            let mut shard = self.data.shards().lock_key(key);
             self.remove_replicas_in(&mut shard, key, mine, &mut refunds);
         }
-        let mut off = lock(&self.offboarding);
+        let mut off = self.jobs.state();
         let scratch = off.scratch.entry((client, record.incarnation())).or_default();
         for (tenant, bytes) in refunds {
             add_refund(&mut scratch.refunds, &tenant, bytes);
@@ -119,7 +119,8 @@ impl MasterCore {
     }
 
     fn owned_segments(&self, record: &Arc<ClientLivenessRecord>) -> Vec<Arc<Segment>> {
-        self.segments()
+        self.data
+            .segments()
             .owned_by(record.client())
             .into_iter()
             .filter(|s| s.owner.is(record))
@@ -132,12 +133,12 @@ impl MasterCore {
     /// recorded after, a mount could take the name in between and lose its entry to the
     /// job's delete).
     fn step_segments(&self, job: &mut ClientOffboardingJob) {
-        let _gate = self.gate_shared();
+        let _gate = self.membership.gate_shared();
         let record = job.record().clone();
         let key = (job.client(), job.incarnation());
         for seg in self.owned_segments(&record) {
             self.drop_segment(&seg, |name| {
-                let mut off = lock(&self.offboarding);
+                let mut off = self.jobs.state();
                 let names = &mut off.scratch.entry(key).or_default().segment_names;
                 if !names.iter().any(|n| n == name) {
                     names.push(name.to_string());
@@ -148,8 +149,8 @@ impl MasterCore {
 
     /// `local_disk`: the registration goes (its replicas and offloads went with `metadata`).
     fn step_local_disk(&self, job: &mut ClientOffboardingJob) {
-        let _gate = self.gate_shared();
-        let mut disks = lock(&self.local_disks);
+        let _gate = self.membership.gate_shared();
+        let mut disks = self.membership.local_disks();
         if disks.get(&job.client()).is_some_and(|d| d.owner.is(job.record())) {
             disks.remove(&job.client());
         }
@@ -159,23 +160,25 @@ impl MasterCore {
     fn step_quota(&self, job: &mut ClientOffboardingJob) {
         let key = (job.client(), job.incarnation());
         let refunds = {
-            let mut off = lock(&self.offboarding);
+            let mut off = self.jobs.state();
             std::mem::take(&mut off.scratch.entry(key).or_default().refunds)
         };
-        self.apply_refunds(refunds);
+        self.data.quotas().apply_refunds(refunds);
     }
 
     /// `external_metadata`: delete the unmounted segments' entries (idempotent).
     fn step_external(&self, job: &mut ClientOffboardingJob) -> Result<(), CleanupError> {
-        let _gate = self.gate_shared();
+        let _gate = self.membership.gate_shared();
         let key = (job.client(), job.incarnation());
-        let names = lock(&self.offboarding)
+        let names = self
+            .jobs
+            .state()
             .scratch
             .get(&key)
             .map(|s| s.segment_names.clone())
             .unwrap_or_default();
         {
-            let mut external = lock(&self.external);
+            let mut external = self.membership.external();
             for name in &names {
                 external
                     .delete(name)
@@ -183,7 +186,7 @@ impl MasterCore {
             }
         }
         // Every input consumed: nothing of this incarnation is left in the master.
-        lock(&self.offboarding).scratch.remove(&key);
+        self.jobs.state().scratch.remove(&key);
         Ok(())
     }
 }
@@ -200,10 +203,18 @@ fn take_keys(keys: &mut std::collections::BTreeSet<String>, budget: usize) -> st
     }
 }
 
+impl Master {
+    /// Runs one bounded batch of `step` for `job` through a shared reference: the steps the
+    /// master's workers run (a harness running the outbox's jobs on threads of its own uses it).
+    pub fn run_step_shared(&self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
+        self.core.run_step_shared(step, job)
+    }
+}
+
 /// A master runs its own steps (tests and embedders stepping a job by hand).
 impl OffboardingSteps for Master {
     fn run_step(&mut self, step: Step, job: &mut ClientOffboardingJob) -> Result<Progress, CleanupError> {
-        self.run_step_shared(step, job)
+        self.core.run_step_shared(step, job)
     }
 }
 

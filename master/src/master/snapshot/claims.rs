@@ -13,7 +13,7 @@
 //! themselves (they were restored and checked before it runs).
 
 use super::super::offboard::Scratch;
-use super::super::{lock, Master};
+use super::super::MasterCore;
 use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::{ClientOffboardingJob, Step};
 use std::collections::BTreeMap;
@@ -21,21 +21,23 @@ use std::collections::BTreeMap;
 /// Resets the progress of every job in `jobs` whose claims the restored tables of `m` (and the
 /// restored `scratch`) contradict; see the module doc.
 pub(super) fn check_claims(
-    m: &Master,
+    m: &MasterCore,
     jobs: &mut [ClientOffboardingJob],
     scratch: &BTreeMap<(ClientId, Incarnation), Scratch>,
 ) {
     for job in jobs.iter_mut() {
         let rec = job.record().clone();
         // One lock per statement, never two leaves at once (the master's lock order).
-        let owned: Vec<_> = m.segments().iter().filter(|s| s.owner.is(&rec)).cloned().collect();
+        let owned: Vec<_> = m.data.segments().iter().filter(|s| s.owner.is(&rec)).cloned().collect();
         // The LocalDisk, if this incarnation's: whether it still holds anything.
-        let disk: Option<bool> = lock(&m.local_disks)
+        let disk: Option<bool> = m
+            .membership
+            .local_disks()
             .get(&rec.client())
             .filter(|d| d.owner.is(&rec))
             .map(|d| !d.keys.is_empty() || d.used > 0);
         let tasks_left = {
-            let tasks = lock(&m.tasks);
+            let tasks = m.work.tasks();
             !tasks.of_client(rec.client()).is_empty() || tasks.iter().any(|t| owned.iter().any(|s| t.touches(s.id)))
         };
         let s = scratch.get(&(job.client(), job.incarnation()));

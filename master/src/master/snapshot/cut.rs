@@ -1,7 +1,7 @@
 //! Taking an HA snapshot of the master: the per-shard cut (see [the module doc](super) for why it
 //! is never torn) and the encoding of each table into its `*Snap` form.
 //!
-//! Owns: [`MasterCore::snapshot`] and the table → `*Snap` conversions. Reads every table of the
+//! Owns: [`Master::snapshot`] and the table → `*Snap` conversions. Reads every table of the
 //! master; writes none. Locks: the membership `gate` exclusively for the whole cut, then one
 //! metadata shard at a time (with the `tasks` leaf under it), then leaves one at a time, in the
 //! master's lock order; it never holds two shards or two leaves. The registry, names and
@@ -11,7 +11,7 @@
 use super::super::object::{Object, ReplicaKind};
 use super::super::offboard::Scratch;
 use super::super::task::Task;
-use super::super::{lock, LocalDisk, MasterCore};
+use super::super::{LocalDisk, Master, MasterCore};
 use crate::liveness::{ClientId, Incarnation};
 use crate::snapshot::*;
 
@@ -43,30 +43,38 @@ impl Drop for HoldFrees<'_> {
 
 /// Each segment's allocator, then the LocalDisk table, one leaf at a time.
 fn hold_all(m: &MasterCore, hold: bool) {
-    for s in m.segments().iter() {
+    for s in m.data.segments().iter() {
         s.hold_frees(hold);
     }
-    for d in lock(&m.local_disks).values_mut() {
+    for d in m.membership.local_disks().values_mut() {
         d.hold_frees(hold);
     }
 }
 
-impl MasterCore {
+impl Master {
     /// Captures the master's metadata while requests run (see the module doc).
     pub fn snapshot(&self) -> Snapshot {
-        let _gate = self.gate_exclusive();
+        self.core.snapshot()
+    }
+}
+
+impl MasterCore {
+    /// The work behind [`Master::snapshot`].
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let _gate = self.membership.gate_exclusive();
         // Before any shard is copied (see `Segment::hold_frees`); released on every exit.
         let _hold = HoldFrees::start(self);
         let segments = self.segment_snaps();
-        let local_disks = lock(&self.local_disks).values().map(local_disk_snap).collect();
-        let external = lock(&self.external).entries();
+        let local_disks = self.membership.local_disks().values().map(local_disk_snap).collect();
+        let external = self.membership.external().entries();
         let (objects, tasks) = self.shard_snaps();
         // The liveness sections as `persist` takes them (a job's final compare-and-erase takes no
         // gate: `persist::client_sections` drops the vacant slot of a client it also captured),
         // with the progress of the jobs parked in the master.
         let (clients, vacant) = self.client_sections();
         let names = self
-            .names
+            .membership
+            .names()
             .all()
             .into_iter()
             .map(|(n, id)| (n.to_string(), id.0))
@@ -86,12 +94,17 @@ impl MasterCore {
             .map(|((c, i), s)| scratch_snap(*c, *i, s))
             .collect();
         // One leaf per statement (in the struct literal below the guards would all be held).
-        let next_task_id = lock(&self.tasks).last_id();
-        let quotas = lock(&self.quotas)
+        let next_task_id = self.work.tasks().last_id();
+        let quotas = self
+            .data
+            .quotas()
+            .table()
             .iter()
             .map(|(t, q)| (t.clone(), q.used, q.limit))
             .collect();
-        let nof = lock(&self.nof)
+        let nof = self
+            .data
+            .nof()
             .iter()
             .map(|(n, s)| (n.clone(), s.size, s.failures))
             .collect();
@@ -106,7 +119,7 @@ impl MasterCore {
             tasks,
             local_disks,
             quotas,
-            lru_clock: self.shards.clock(),
+            lru_clock: self.data.shards().clock(),
             nof,
             external,
             scratch,
@@ -114,7 +127,8 @@ impl MasterCore {
     }
 
     fn segment_snaps(&self) -> Vec<SegmentSnap> {
-        self.segments()
+        self.data
+            .segments()
             .iter()
             .map(|s| SegmentSnap {
                 name: s.name.clone(),
@@ -131,15 +145,15 @@ impl MasterCore {
     fn shard_snaps(&self) -> (Vec<ObjectSnap>, Vec<TaskSnap>) {
         let mut entries: Vec<(u128, String, ObjectSnap)> = Vec::new();
         let mut tasks = Vec::new();
-        for i in 0..self.shards.len() {
-            let shard = self.shards.lock(i);
+        for i in 0..self.data.shards().len() {
+            let shard = self.data.shards().lock(i);
             entries.extend(
                 shard
                     .objects
                     .iter()
                     .map(|(k, o)| (key_prefix(k), k.clone(), object_snap(k, o))),
             );
-            let table = lock(&self.tasks);
+            let table = self.work.tasks();
             tasks.extend(
                 table
                     .of_shard(i)

@@ -22,7 +22,7 @@
 use super::super::offboard::Scratch;
 use super::super::segment::Segment;
 use super::super::task::{Task, TaskKind};
-use super::super::{lock, LocalDisk, Master, MasterOptions};
+use super::super::{LocalDisk, Master, MasterCore, MasterOptions};
 use super::claims::check_claims;
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
@@ -82,15 +82,16 @@ impl Master {
                 supported: FORMAT_VERSION,
             });
         }
-        let m = Master::new(clock, config, options);
+        let master = Master::new(clock, config, options);
+        let m: &MasterCore = &master.core;
         for (name, id) in &snap.names {
-            if !m.names.restore(name, ClientId(*id)) {
+            if !m.membership.names().restore(name, ClientId(*id)) {
                 return Err(bad(format!("client {name:?} / id {id} named twice")));
             }
         }
         phases.mark("names", &mut since);
         let mut r = Restorer {
-            m: &m,
+            m,
             snap,
             records: Records::new(),
             quota_used: BTreeMap::new(),
@@ -107,11 +108,11 @@ impl Master {
         phases.mark("objects", &mut since);
         r.tasks()?;
         let scratch = r.scratch(&jobs)?;
-        check_claims(&m, &mut jobs, &scratch);
+        check_claims(m, &mut jobs, &scratch);
         r.quotas();
-        m.shards.restore_clock(snap.lru_clock);
+        m.data.shards().restore_clock(snap.lru_clock);
         {
-            let mut nof = lock(&m.nof);
+            let mut nof = m.data.nof();
             for (name, size, failures) in &snap.nof {
                 if !nof.restore(name, *size, *failures) {
                     return Err(bad(format!("NoF segment {name:?} listed twice or of size 0")));
@@ -119,21 +120,21 @@ impl Master {
             }
         }
         {
-            let mut external = lock(&m.external);
+            let mut external = m.membership.external();
             for name in &snap.external {
                 external.put(name);
             }
         }
-        m.note_restored_offline(jobs.len() as u64);
+        m.journal.note_restored_offline(jobs.len() as u64);
         m.restore_offboarding(scratch, jobs);
         phases.mark("tasks, quotas and jobs", &mut since);
-        Ok((m, phases))
+        Ok((master, phases))
     }
 }
 
 /// The restore in progress: each method restores one table and checks it against the others.
 struct Restorer<'m, 'a> {
-    m: &'m Master,
+    m: &'m MasterCore,
     snap: &'a Snapshot,
     records: Records,
     /// Quota usage recomputed from what is restored.
@@ -174,7 +175,7 @@ impl<'a> Restorer<'_, 'a> {
     }
 
     fn segments(&mut self) -> Result<(), SnapshotError> {
-        let mut table = self.m.segments_mut();
+        let mut table = self.m.data.segments_mut();
         let snap = self.snap;
         for s in &snap.segments {
             let owner = self.owner(s.owner, s.incarnation, &format!("segment {}", s.name))?;
@@ -183,7 +184,8 @@ impl<'a> Restorer<'_, 'a> {
             }
             let client_name = self
                 .m
-                .names
+                .membership
+                .names()
                 .name(owner.client())
                 .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             let seg = table
@@ -196,7 +198,7 @@ impl<'a> Restorer<'_, 'a> {
     }
 
     fn local_disks(&mut self) -> Result<(), SnapshotError> {
-        let mut disks = lock(&self.m.local_disks);
+        let mut disks = self.m.membership.local_disks();
         for d in &self.snap.local_disks {
             let owner = self.owner(d.client, d.incarnation, "local disk")?;
             if disks.contains_key(&ClientId(d.client)) {
@@ -204,7 +206,8 @@ impl<'a> Restorer<'_, 'a> {
             }
             let client_name = self
                 .m
-                .names
+                .membership
+                .names()
                 .name(owner.client())
                 .unwrap_or_else(|| CellArc::from(owner.client().to_string()));
             // Usage and keys are recomputed from the objects and tasks below.
@@ -225,7 +228,7 @@ impl<'a> Restorer<'_, 'a> {
     /// LocalDisk keys a snapshot lists must be LocalDisk replicas of that disk's owner (this
     /// build recomputes them and writes none; an older or hand-made snapshot may list them).
     fn local_disk_keys(&self) -> Result<(), SnapshotError> {
-        let disks = lock(&self.m.local_disks);
+        let disks = self.m.membership.local_disks();
         for d in &self.snap.local_disks {
             let restored = disks.get(&ClientId(d.client));
             if let Some(key) = d.keys.iter().find(|k| !restored.is_some_and(|r| r.keys.contains(*k))) {
@@ -244,7 +247,7 @@ impl<'a> Restorer<'_, 'a> {
             return Err(bad("next task id u64::MAX leaves no task id to allocate".to_string()));
         }
         // Even with no task left: ids already handed out must not be handed out again.
-        lock(&self.m.tasks).restore_next_id(self.snap.next_task_id);
+        self.m.work.tasks().restore_next_id(self.snap.next_task_id);
         let mut seen = BTreeSet::new();
         for t in &self.snap.tasks {
             if !seen.insert(t.id) || t.id > self.snap.next_task_id {
@@ -254,7 +257,7 @@ impl<'a> Restorer<'_, 'a> {
                 )));
             }
             let task = self.task(t)?;
-            lock(&self.m.tasks).restore(task, self.snap.next_task_id);
+            self.m.work.tasks().restore(task, self.snap.next_task_id);
         }
         // Every task an object names must exist and name that object back, in the right slot.
         let by_id: BTreeMap<u64, &TaskSnap> = self.snap.tasks.iter().map(|t| (t.id, t)).collect();
@@ -286,6 +289,7 @@ impl<'a> Restorer<'_, 'a> {
                 None => Ok(None),
                 Some(n) => self
                     .m
+                    .data
                     .segments()
                     .by_name(n)
                     .cloned()
@@ -294,8 +298,8 @@ impl<'a> Restorer<'_, 'a> {
             }
         };
         let (source, target) = (seg(&t.source)?, seg(&t.target)?);
-        let si = self.m.shards.index_of(&t.key);
-        let shard = self.m.shards.lock(si);
+        let si = self.m.data.shards().index_of(&t.key);
+        let shard = self.m.data.shards().lock(si);
         let obj = shard.objects.get(&t.key).ok_or_else(|| {
             bad(format!(
                 "task {} names object {:?}, which is not in the snapshot",
@@ -319,7 +323,7 @@ impl<'a> Restorer<'_, 'a> {
         }
         if t.kind == TaskKind::Offload {
             let size = obj.size;
-            let mut disks = lock(&self.m.local_disks);
+            let mut disks = self.m.membership.local_disks();
             let disk = disks
                 .get_mut(&executor.client())
                 .filter(|d| d.owner.is(&executor))
@@ -374,7 +378,7 @@ impl<'a> Restorer<'_, 'a> {
 
     /// Limits from the snapshot; usage recomputed (replicas + refunds not yet applied).
     fn quotas(&mut self) {
-        let mut quotas = lock(&self.m.quotas);
+        let mut quotas = self.m.data.quotas().table();
         for (tenant, _, limit) in &self.snap.quotas {
             quotas.entry(tenant.clone()).or_default().limit = *limit;
         }

@@ -31,7 +31,6 @@
 //!   pass's on a tie (its checks come first for one object). An object the tables pass cannot
 //!   build is one the check pass refuses too, at or before it.
 
-use super::super::super::lock;
 use super::super::super::object::{Object, Replica, ReplicaKind};
 use super::{bad, Restorer};
 use crate::snapshot::{ObjectSnap, ReplicaSnap, SnapshotError};
@@ -150,7 +149,7 @@ impl<'a> Restorer<'_, 'a> {
 
     /// Groups the objects by shard and finds the range of their recencies (one pass).
     fn plan(&self) -> Plan {
-        let shards = &self.m.shards;
+        let shards = &self.m.data.shards();
         let objects = &self.snap.objects;
         let mut starts = vec![0usize; shards.len() + 1];
         let mut touched = (u64::MAX, 0);
@@ -236,7 +235,7 @@ impl<'a> Restorer<'_, 'a> {
     fn charge_disk(&self, o: &ObjectSnap, owner: u128, inc: u64) -> Result<(), SnapshotError> {
         let key = &o.key;
         let owner = self.owner(owner, inc, key)?;
-        let mut disks = lock(&self.m.local_disks);
+        let mut disks = self.m.membership.local_disks();
         let disk = disks
             .get_mut(&owner.client())
             .filter(|d| d.owner.is(&owner))
@@ -292,7 +291,7 @@ impl<'a> Restorer<'_, 'a> {
     /// Builds shard `s` from the objects at `positions` (ascending).
     fn shard(&self, s: usize, positions: &[usize]) -> Option<Found> {
         let objects = &self.snap.objects;
-        let mut shard = self.m.shards.lock(s);
+        let mut shard = self.m.data.shards().lock(s);
         shard.objects.reserve(positions.len());
         let mut lru = Vec::with_capacity(positions.len());
         let mut found = None;
