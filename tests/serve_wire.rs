@@ -126,21 +126,7 @@ fn segment(n: u64, base: u64, size: u64) -> Segment {
 }
 
 fn config() -> ReplicateConfig {
-    ReplicateConfig {
-        replica_num: 1,
-        nof_replica_num: 0,
-        dfs_replica_num: 0,
-        soft_pin_action: Default::default(),
-        soft_pin_ttl_ms: None,
-        with_hard_pin: false,
-        preferred_segments: vec![],
-        preferred_segment: String::new(),
-        preferred_nof_segments: vec![],
-        prefer_alloc_in_same_node: false,
-        data_type: Default::default(),
-        host_id: String::new(),
-        group_ids: None,
-    }
+    ReplicateConfig::memory(1)
 }
 
 const T: &str = "default";

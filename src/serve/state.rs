@@ -190,30 +190,12 @@ mod tests {
         }
     }
 
-    fn one_replica() -> ReplicateConfig {
-        ReplicateConfig {
-            replica_num: 1,
-            nof_replica_num: 0,
-            dfs_replica_num: 0,
-            soft_pin_action: Default::default(),
-            soft_pin_ttl_ms: None,
-            with_hard_pin: false,
-            preferred_segments: vec![],
-            preferred_segment: String::new(),
-            preferred_nof_segments: vec![],
-            prefer_alloc_in_same_node: false,
-            data_type: Default::default(),
-            host_id: String::new(),
-            group_ids: None,
-        }
-    }
-
     #[test]
     fn the_reconcile_walks_only_after_the_master_dropped_something_on_its_own() {
         let s = state();
         let client = Uuid { first: 7, second: 7 };
         s.mount((segment(1), client)).expect("mount");
-        s.put_start((client, "k".into(), 4096, one_replica(), "default".into()))
+        s.put_start((client, "k".into(), 4096, ReplicateConfig::memory(1), "default".into()))
             .expect("put");
         assert_eq!(s.reconcile(), (0, 0), "nothing placed is stale");
         // The master drops the object behind serve's back (as an offboarding's revoke would):

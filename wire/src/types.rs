@@ -96,6 +96,28 @@ pack_struct! {
     }
 }
 
+impl ReplicateConfig {
+    /// `replicas` memory replicas and nothing else: no NoF or DFS replica, no pin, no
+    /// preference.
+    pub fn memory(replicas: u64) -> Self {
+        Self {
+            replica_num: replicas,
+            nof_replica_num: 0,
+            dfs_replica_num: 0,
+            soft_pin_action: SoftPinAction::default(),
+            soft_pin_ttl_ms: None,
+            with_hard_pin: false,
+            preferred_segments: vec![],
+            preferred_segment: String::new(),
+            preferred_nof_segments: vec![],
+            prefer_alloc_in_same_node: false,
+            data_type: ObjectDataType::default(),
+            host_id: String::new(),
+            group_ids: None,
+        }
+    }
+}
+
 pack_struct! {
     /// What PutEnd finishes: the key and an optional checksum.
     pub struct ObjectMeta {
