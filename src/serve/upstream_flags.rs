@@ -1,51 +1,25 @@
-//! The names of every flag the real `mooncake_master` accepts: those the PyPI
-//! `mooncake-transfer-engine-non-cuda==0.3.13.post1` binary lists under `--helpfull` (its own,
-//! glog's and gflags'), plus 0.3.14's two liveness flags. `serve` accepts each of them, so a
-//! script written for `mooncake_master` runs unchanged; the ones it does not implement are
-//! named in a warning at start-up. A name outside this list is refused, as gflags refuses it.
+//! The names of every flag the real `mooncake_master` accepts, so that `serve` accepts each of
+//! them and a script written for `mooncake_master` runs unchanged (the ones it does not
+//! implement are named in a warning at start-up; a name outside both lists is refused, as
+//! gflags refuses it):
+//! - the master's own flags, 0.3.13.post1 ∪ 0.3.14: the core's
+//!   [`MOONCAKE_MASTER_KEYS`](crate::config::MOONCAKE_MASTER_KEYS), which `config` also reads a
+//!   `master.yaml` with (one list, where it comes from said there);
+//! - [`OTHER`]: the rest of what the PyPI `mooncake-transfer-engine-non-cuda==0.3.13.post1`
+//!   binary lists under `--helpfull`: glog's and gflags' flags and two allocator flags declared
+//!   outside `master.cpp`.
 
-/// Sorted (binary-searched by [`is_upstream`]).
-const NAMES: &[&str] = &[
-    "allocation_strategy",
-    "allow_evict_soft_pinned_objects",
+use crate::config::MOONCAKE_MASTER_KEYS;
+
+/// The flags `--helpfull` lists outside `master.cpp`, sorted (binary-searched by
+/// [`is_upstream`]).
+const OTHER: &[&str] = &[
     "alsologtoemail",
     "alsologtostderr",
-    "batch_oplog_retry_timeout_sec",
-    "client_active_ttl_sec",
-    "client_suspicion_ttl_sec",
-    "client_ttl",
-    "cluster_id",
     "colorlogtostderr",
-    "config_path",
-    "cxl_path",
-    "cxl_size",
-    "default_kv_lease_ttl",
-    "default_kv_soft_pin_ttl",
     "drop_log_memory",
-    "dynamic_replication_admission_qps_threshold",
-    "dynamic_replication_heat_window_seconds",
-    "dynamic_replication_max_memory_replicas",
-    "dynamic_replication_mode",
-    "enable_cxl",
-    "enable_disk_eviction",
-    "enable_ha",
-    "enable_http_metadata_server",
-    "enable_kv_events",
-    "enable_metadata_cleanup_on_timeout",
-    "enable_metric_reporting",
-    "enable_multi_tenants",
-    "enable_offload",
-    "enable_oplog",
-    "enable_snapshot",
-    "enable_snapshot_restore",
-    "etcd_endpoints",
-    "eviction_high_watermark_ratio",
-    "eviction_ratio",
     "flagfile",
     "fromenv",
-    "global_file_segment_size",
-    "ha_backend_connstring",
-    "ha_backend_type",
     "help",
     "helpfull",
     "helpmatch",
@@ -53,19 +27,6 @@ const NAMES: &[&str] = &[
     "helppackage",
     "helpshort",
     "helpxml",
-    "http_metadata_server_host",
-    "http_metadata_server_port",
-    "kv_events_additional_salt",
-    "kv_events_backend_id",
-    "kv_events_bind_endpoint",
-    "kv_events_block_size",
-    "kv_events_dp_rank",
-    "kv_events_emit_legacy_compat",
-    "kv_events_emit_object_key",
-    "kv_events_lora_name",
-    "kv_events_model_name",
-    "kv_events_queue_capacity",
-    "kv_events_tenant_id",
     "log_backtrace_at",
     "log_dir",
     "log_link",
@@ -76,66 +37,14 @@ const NAMES: &[&str] = &[
     "logfile_mode",
     "logmailer",
     "logtostderr",
-    "max_kv_soft_pin_ttl",
     "max_log_size",
-    "max_retry_attempts",
-    "max_threads",
-    "max_total_finished_tasks",
-    "max_total_pending_tasks",
-    "max_total_processing_tasks",
-    "memory_allocator",
-    "metrics_host",
-    "metrics_port",
     "minloglevel",
     "mmap_arena_pool_size",
-    "nof_eviction_high_watermark_ratio",
-    "nof_eviction_ratio",
-    "nof_heartbeat_failures_threshold",
-    "nof_heartbeat_interval_sec",
-    "nof_heartbeat_probe_timeout_ms",
-    "offload_cap_ratio",
-    "offload_force_evict",
-    "offload_on_evict",
-    "offloading_queue_limit",
-    "oplog_batch_max_entries",
-    "oplog_poll_interval_ms",
-    "pending_task_timeout_sec",
-    "pod_name",
-    "pod_namespace",
-    "port",
-    "processing_task_timeout_sec",
-    "promotion_admission_threshold",
-    "promotion_max_per_heartbeat",
-    "promotion_on_hit",
-    "promotion_queue_limit",
-    "put_start_discard_timeout_sec",
-    "put_start_release_timeout_sec",
-    "quota_bytes",
-    "root_fs_dir",
-    "rpc_address",
-    "rpc_conn_timeout_seconds",
-    "rpc_enable_tcp_no_delay",
-    "rpc_interface",
-    "rpc_port",
-    "rpc_thread_num",
-    "snapshot_backup_dir",
-    "snapshot_catalog_backend_connstring",
-    "snapshot_catalog_backend_type",
-    "snapshot_catalog_store_connstring",
-    "snapshot_catalog_store_type",
-    "snapshot_child_timeout_seconds",
-    "snapshot_interval_seconds",
-    "snapshot_object_store_type",
-    "snapshot_payload_backend_type",
-    "snapshot_payload_store_type",
-    "snapshot_retention_count",
     "stderrthreshold",
     "stop_logging_if_full_disk",
     "symbolize_stacktrace",
     "tab_completion_columns",
     "tab_completion_word",
-    "tenant_quota_connector_type",
-    "tenant_quota_connector_uri",
     "tryfromenv",
     "undefok",
     "use_mmap_arena_allocator",
@@ -146,20 +55,22 @@ const NAMES: &[&str] = &[
 
 /// Is `name` a flag of the real master?
 pub(crate) fn is_upstream(name: &str) -> bool {
-    NAMES.binary_search(&name).is_ok()
+    MOONCAKE_MASTER_KEYS.binary_search(&name).is_ok() || OTHER.binary_search(&name).is_ok()
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     #[test]
     fn the_list_is_sorted_and_holds_the_flags_scripts_pass() {
-        assert!(super::NAMES.windows(2).all(|w| w[0] < w[1]));
+        assert!(super::OTHER.windows(2).all(|w| w[0] < w[1]));
         for f in [
             "rpc_port",
             "client_ttl",
             "vmodule",
             "default_kv_lease_ttl",
             "client_suspicion_ttl_sec",
+            "max_log_size",
+            "handler_worker_thread_num", // 0.3.14's
         ] {
             assert!(super::is_upstream(f), "{f}");
         }
