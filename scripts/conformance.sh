@@ -31,10 +31,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=${CONFORMANCE_OUT:-$ROOT/docs/CONFORMANCE.md}
 
-die() {
-    echo "error: $*" >&2
-    exit 1
-}
+source scripts/lib.sh
 
 [[ $(id -u) == 0 ]] || die "needs root (apt-get, and unshare -n for the network namespace)"
 masters=$(scripts/realmasters.sh) || die "the real masters could not be installed; nothing was checked"
@@ -45,18 +42,7 @@ BIN=$ROOT/target/debug/mooncake-liveness
 
 "$MOONCAKE_PY" -m conformance.selftest --bin "$BIN" || die "the comparison's self-test failed"
 
-driver=""
-cleanup() {
-    if [[ -n $driver ]] && kill -0 "$driver" 2>/dev/null; then
-        kill -TERM "$driver" 2>/dev/null || true
-        for _ in $(seq 50); do
-            kill -0 "$driver" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$driver" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
+trap stop_driver EXIT
 trap 'exit 130' INT TERM
 
 # shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of words

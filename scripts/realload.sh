@@ -35,10 +35,7 @@ RFC_DIR=$ROOT/target/realload-rfc
 RFC_WHEEL=mooncake_transfer_engine_cuda13-0.3.14-cp311-cp311-manylinux_2_28_x86_64.whl
 RFC_SHA256=1fc1d8597e5501d6967a3d2835878500460d7dd40999f6f987131126dcba5c8f
 
-die() {
-    echo "error: $*" >&2
-    exit 1
-}
+source scripts/lib.sh
 
 which=${1:-}
 case $which in
@@ -51,25 +48,9 @@ ROUNDS=${REALLOAD_ROUNDS:-3}
 GAP_S=${REALLOAD_GAP_S:-10}
 [[ $GAP_S =~ ^[0-9]+$ ]] || die "REALLOAD_GAP_S must be a whole number of seconds (got '$GAP_S')"
 
-[[ $(id -u) == 0 ]] || die "needs root (apt-get, and unshare -n for the network namespace)"
-PY=$(command -v python3.11 || true)
-[[ -n $PY ]] || die "python3.11 not found (the pinned client wheel is cp311)"
-
-missing=()
-for pkg in libibverbs1 librdmacm1 libnuma1 iproute2; do
-    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-        die "apt-get could not install ${missing[*]}"
-fi
-
-if [[ ! -x $VENV/bin/python ]]; then
-    "$PY" -m venv "$VENV" || die "cannot create the venv $VENV"
-fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r conformance/requirements.txt ||
-    die "PyPI refused or failed to serve the pinned client packages (conformance/requirements.txt)"
+need_root_and_python "apt-get, and unshare -n for the network namespace"
+ensure_debs
+ensure_client_venv "$VENV"
 
 # Sets master, kind and version for one master: resolve legacy|rfc|serve|custom [CMD].
 resolve() {
@@ -124,18 +105,7 @@ EOF
     esac
 }
 
-driver=""
-cleanup() {
-    if [[ -n $driver ]] && kill -0 "$driver" 2>/dev/null; then
-        kill -TERM "$driver" 2>/dev/null || true
-        for _ in $(seq 50); do
-            kill -0 "$driver" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$driver" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
+trap stop_driver EXIT
 trap 'exit 130' INT TERM
 
 # One run of the driver against the resolved master: run_one LABEL [JSON LOGDIR].

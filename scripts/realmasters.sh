@@ -31,34 +31,14 @@ RFC_WHEEL=mooncake_transfer_engine_cuda13-0.3.14-cp311-cp311-manylinux_2_28_x86_
 RFC_SHA256=1fc1d8597e5501d6967a3d2835878500460d7dd40999f6f987131126dcba5c8f
 RFC_PIN="mooncake-transfer-engine-cuda13==0.3.14"
 
-die() {
-    echo "error: $*" >&2
-    exit 1
-}
+source scripts/lib.sh
 say() { echo "realmasters: $*" >&2; }
 
-[[ $(id -u) == 0 ]] || die "needs root (apt-get for the Debian libraries)"
-PY=$(command -v python3.11 || true)
-[[ -n $PY ]] || die "python3.11 not found (both pinned wheels are cp311)"
-
-missing=()
-for pkg in libibverbs1 librdmacm1 libnuma1 iproute2; do
-    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    say "apt-get install ${missing[*]}"
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-        die "apt-get could not install ${missing[*]}"
-fi
+need_root_and_python "apt-get for the Debian libraries"
+ensure_debs
 
 # legacy-real and the client: the venv, exactly conformance/requirements.txt.
-if [[ ! -x $VENV/bin/python ]]; then
-    "$PY" -m venv "$VENV" >&2 || die "cannot create the venv $VENV"
-fi
-if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r conformance/requirements.txt >&2; then
-    die "PyPI refused or failed to serve the pinned packages of conformance/requirements.txt"
-fi
+ensure_client_venv "$VENV"
 LEGACY=$("$VENV/bin/python" -c 'import mooncake, os; print(os.path.join(os.path.dirname(mooncake.__file__), "mooncake_master"))')
 [[ -x $LEGACY ]] || die "$LEGACY is missing or not executable"
 

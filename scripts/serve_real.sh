@@ -17,28 +17,11 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VENV=${CONFORMANCE_VENV:-$ROOT/target/conformance-venv}
 
-die() {
-    echo "error: $*" >&2
-    exit 1
-}
+source scripts/lib.sh
 
-[[ $(id -u) == 0 ]] || die "needs root (apt-get, and unshare -n for the network namespace)"
-PY=$(command -v python3.11 || true)
-[[ -n $PY ]] || die "python3.11 not found (the pinned wheel is cp311)"
-missing=()
-for pkg in libibverbs1 librdmacm1 libnuma1 iproute2; do
-    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-        die "apt-get could not install ${missing[*]}"
-fi
-if [[ ! -x $VENV/bin/python ]]; then
-    "$PY" -m venv "$VENV" || die "cannot create the venv $VENV"
-fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r conformance/requirements.txt ||
-    die "PyPI refused or failed to serve the pinned packages of conformance/requirements.txt; nothing was checked"
+need_root_and_python "apt-get, and unshare -n for the network namespace"
+ensure_debs
+ensure_client_venv "$VENV"
 
 cargo build --quiet --locked --bin mooncake-liveness
 LOGS=${SERVE_REAL_LOGS:-$ROOT/target/serve-real-logs}
