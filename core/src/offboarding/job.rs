@@ -302,31 +302,10 @@ mod tests {
         assert_eq!(ClientOffboardingJob::backoff_ms(0, 200, 5_000), 200);
     }
 
-    /// The one job of client 1, whose record committed Suspected at 1_000 and Offline at 2_000
-    /// (the record's own evaluation, as the monitor applies it; building it through the monitor
-    /// would make this module import the monitor, which imports it).
+    /// The one job of client 1, whose record committed Suspected at 1_000 and Offline at 2_000.
     fn offline_job() -> ClientOffboardingJob {
-        use crate::clock::LivenessMs;
-        use crate::liveness::record::Evaluation;
-        use crate::liveness::Ttls;
-        let ttls = Ttls {
-            active_ms: 1_000,
-            suspicion_ms: 1_000,
-        };
-        let rec = Arc::new(ClientLivenessRecord::new(
-            ClientId(1),
-            Incarnation(1),
-            LivenessMs(0),
-            ttls.active_ms,
-        ));
-        assert!(matches!(
-            rec.evaluate(LivenessMs(1_000), ttls, false),
-            Evaluation::Suspected { .. }
-        ));
-        match rec.evaluate(LivenessMs(2_000), ttls, false) {
-            Evaluation::Offline { proof, .. } => ClientOffboardingJob::from_commit(rec, proof, BaseMs(2_000)),
-            other => panic!("expected the Offline commit at 2_000, got {other:?}"),
-        }
+        let (_registry, mut jobs) = tests_support::jobs(1);
+        jobs.pop().expect("one job")
     }
 
     /// Restore keeps exactly the steps the snapshot's claims support: `reset_progress` replaces
