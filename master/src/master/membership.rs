@@ -188,6 +188,51 @@ impl MasterCore {
                 return Err(MasterError::InvalidParams);
             }
         }
+        self.membership_change(client, |id, client_name| {
+            let outcome = self.live.mount(id, token, |rec| {
+                let mut segments = self.data.segments_mut();
+                for s in specs {
+                    check_segment(&segments, id, &s.segment, s.size)?;
+                }
+                // A name unmounted by another client's offboarding job that is still pending stays
+                // taken until the job completes (trace-format.md; found by the differential fuzz
+                // target). Checked inside the mount work, after the barrier (a client whose own
+                // incarnation is being offboarded hears CLIENT_OFFBOARDING first), and under the
+                // table's write lock: the job records the name before the segment leaves the table
+                // (`drop_segment`), so either the table or the job's record holds the name at every
+                // moment, and a mount that reads both under this lock cannot slip between them
+                // (issue 29 defect 2: checked before the lock, a mount could take the name in that
+                // gap and the job's late delete then erased the new owner's external entry).
+                if specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id)) {
+                    return Err(MasterError::InvalidParams);
+                }
+                // A segment this client already holds must belong to this very incarnation.
+                if specs
+                    .iter()
+                    .any(|s| segments.by_name(&s.segment).is_some_and(|seg| !seg.owner.is(rec)))
+                {
+                    return Err(MasterError::InvalidParams);
+                }
+                let added = add_segments(&mut segments, rec, &client_name, specs);
+                drop(segments);
+                let mut external = self.membership.external();
+                for seg in &added {
+                    external.put(&seg.name);
+                }
+                Ok(added)
+            });
+            self.finish_mount(outcome, remount)
+        })
+    }
+
+    /// Runs a membership change of `client` as every mount does: under its stripe and the gate
+    /// (shared), with the client's id (interned if the name is new) and name; a name interned for
+    /// a change that failed is forgotten again, still under both.
+    fn membership_change<T>(
+        &self,
+        client: &str,
+        change: impl FnOnce(ClientId, CellArc<str>) -> Result<T, MasterError>,
+    ) -> Result<T, MasterError> {
         let _stripe = self.membership.stripe(client);
         let _gate = self.membership.gate_shared();
         let (id, fresh) = self.id_for_mount(client);
@@ -196,39 +241,7 @@ impl MasterCore {
             .names()
             .name(id)
             .unwrap_or_else(|| CellArc::from(client));
-        let outcome = self.live.mount(id, token, |rec| {
-            let mut segments = self.data.segments_mut();
-            for s in specs {
-                check_segment(&segments, id, &s.segment, s.size)?;
-            }
-            // A name unmounted by another client's offboarding job that is still pending stays
-            // taken until the job completes (trace-format.md; found by the differential fuzz
-            // target). Checked inside the mount work, after the barrier (a client whose own
-            // incarnation is being offboarded hears CLIENT_OFFBOARDING first), and under the
-            // table's write lock: the job records the name before the segment leaves the table
-            // (`drop_segment`), so either the table or the job's record holds the name at every
-            // moment, and a mount that reads both under this lock cannot slip between them
-            // (issue 29 defect 2: checked before the lock, a mount could take the name in that
-            // gap and the job's late delete then erased the new owner's external entry).
-            if specs.iter().any(|s| self.held_by_pending_offboarding(&s.segment, id)) {
-                return Err(MasterError::InvalidParams);
-            }
-            // A segment this client already holds must belong to this very incarnation.
-            if specs
-                .iter()
-                .any(|s| segments.by_name(&s.segment).is_some_and(|seg| !seg.owner.is(rec)))
-            {
-                return Err(MasterError::InvalidParams);
-            }
-            let added = add_segments(&mut segments, rec, &client_name, specs);
-            drop(segments);
-            let mut external = self.membership.external();
-            for seg in &added {
-                external.put(&seg.name);
-            }
-            Ok(added)
-        });
-        let result = self.finish_mount(outcome, remount);
+        let result = change(id, client_name);
         if result.is_err() && fresh {
             self.forget_if_unused(client, id);
         }
@@ -329,53 +342,43 @@ impl MasterCore {
         if capacity == 0 {
             return Err(MasterError::InvalidParams);
         }
-        let _stripe = self.membership.stripe(client);
-        let _gate = self.membership.gate_shared();
-        let (id, fresh) = self.id_for_mount(client);
-        let client_name = self
-            .membership
-            .names()
-            .name(id)
-            .unwrap_or_else(|| CellArc::from(client));
-        let outcome = self.live.mount(id, None, |rec| {
-            let mut disks = self.membership.local_disks();
-            match disks.get(&id) {
-                Some(d) if d.owner.is(rec) => Ok(false),
-                Some(_) => Err(MasterError::InvalidParams),
-                None => {
-                    disks.insert(
-                        id,
-                        LocalDisk {
-                            owner: rec.clone().into(),
-                            client_name: client_name.clone(),
-                            capacity,
-                            used: 0,
-                            keys: Default::default(),
-                            held: 0,
-                            hold: false,
-                        },
-                    );
-                    Ok(true)
+        self.membership_change(client, |id, client_name| {
+            let outcome = self.live.mount(id, None, |rec| {
+                let mut disks = self.membership.local_disks();
+                match disks.get(&id) {
+                    Some(d) if d.owner.is(rec) => Ok(false),
+                    Some(_) => Err(MasterError::InvalidParams),
+                    None => {
+                        disks.insert(
+                            id,
+                            LocalDisk {
+                                owner: rec.clone().into(),
+                                client_name: client_name.clone(),
+                                capacity,
+                                used: 0,
+                                keys: Default::default(),
+                                held: 0,
+                                hold: false,
+                            },
+                        );
+                        Ok(true)
+                    }
                 }
+            });
+            match outcome {
+                MountOutcome::Mounted { recovered, .. } => {
+                    self.push_transition(recovered);
+                    Ok(())
+                }
+                MountOutcome::Failed(e) => Err(e),
+                MountOutcome::Lost(true, _) => {
+                    self.membership.local_disks().remove(&id);
+                    Err(MasterError::ClientOffboarding)
+                }
+                MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => Err(MasterError::ClientOffboarding),
+                MountOutcome::StaleToken => Err(MasterError::InvalidParams),
             }
-        });
-        let result = match outcome {
-            MountOutcome::Mounted { recovered, .. } => {
-                self.push_transition(recovered);
-                Ok(())
-            }
-            MountOutcome::Failed(e) => Err(e),
-            MountOutcome::Lost(true, _) => {
-                self.membership.local_disks().remove(&id);
-                Err(MasterError::ClientOffboarding)
-            }
-            MountOutcome::Offboarding(_) | MountOutcome::Lost(..) => Err(MasterError::ClientOffboarding),
-            MountOutcome::StaleToken => Err(MasterError::InvalidParams),
-        };
-        if result.is_err() && fresh {
-            self.forget_if_unused(client, id);
-        }
-        result
+        })
     }
 
     /// The work behind [`Master::ping`].
