@@ -22,18 +22,15 @@
 #
 # Installs the clients (and the legacy master) from PyPI at the versions pinned in
 # conformance/requirements.txt into target/realload-venv, the Debian libraries they link, and,
-# for `rfc`, only the mooncake/mooncake_master binary of mooncake-transfer-engine-cuda13==0.3.14
-# (pip download --no-deps, sha256 checked; the libraries its RPATH names come from the same
-# wheel) into target/realload-rfc. Everything runs inside a network namespace of its own
+# for `rfc`, the mooncake/mooncake_master binary of mooncake-transfer-engine-cuda13==0.3.14 through
+# scripts/realmasters.sh (pinned by version and sha256, into target/realmasters, shared with the
+# conformance harness). Everything runs inside a network namespace of its own
 # (unshare -n: lo and a veth pair that exist only there), under `timeout`; the driver stops every
 # process it starts by id. About 2 minutes per master at the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VENV=${REALLOAD_VENV:-$ROOT/target/realload-venv}
-RFC_DIR=$ROOT/target/realload-rfc
-RFC_WHEEL=mooncake_transfer_engine_cuda13-0.3.14-cp311-cp311-manylinux_2_28_x86_64.whl
-RFC_SHA256=1fc1d8597e5501d6967a3d2835878500460d7dd40999f6f987131126dcba5c8f
 
 source scripts/lib.sh
 
@@ -61,26 +58,12 @@ resolve() {
         version="0.3.13.post1 (mooncake-transfer-engine-non-cuda)"
         ;;
     rfc)
-        master=$RFC_DIR/mooncake/mooncake_master
-        if [[ ! -x $master ]]; then
-            mkdir -p "$RFC_DIR"
-            if [[ ! -f $RFC_DIR/$RFC_WHEEL ]]; then
-                "$VENV/bin/python" -m pip download -q --no-deps -d "$RFC_DIR" mooncake-transfer-engine-cuda13==0.3.14 ||
-                    die "PyPI refused or failed to serve mooncake-transfer-engine-cuda13==0.3.14"
-            fi
-            echo "$RFC_SHA256  $RFC_DIR/$RFC_WHEEL" | sha256sum -c --quiet - ||
-                die "$RFC_WHEEL does not have the pinned sha256 $RFC_SHA256"
-            # Only the master binary and the libraries its RPATH ($ORIGIN/../…libs) names.
-            "$VENV/bin/python" - "$RFC_DIR" "$RFC_DIR/$RFC_WHEEL" <<'EOF'
-import sys, zipfile
-out, wheel = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
-    for name in z.namelist():
-        if name == "mooncake/mooncake_master" or name.startswith("mooncake_transfer_engine_cuda13.libs/"):
-            z.extract(name, out)
-EOF
-            chmod +x "$master"
-        fi
+        # The pinned, sha256-checked 0.3.14 master that the conformance harness uses too
+        # (scripts/realmasters.sh, into target/realmasters; run with this script's venv).
+        local assigns
+        assigns=$(CONFORMANCE_VENV=$VENV scripts/realmasters.sh) || die "the 0.3.14 master could not be installed"
+        master=$(sed -n 's/^MOONCAKE_RFC_MASTER=//p' <<<"$assigns")
+        [[ -x $master ]] || die "scripts/realmasters.sh gave no 0.3.14 master"
         kind=rfc
         version="" # it logs its own ("Mooncake master version: ...")
         ;;
