@@ -119,8 +119,16 @@ def master_pause(run, pause_s, kill_first=False):
     With ``kill_first`` the last probe comes active + suspicion after the resume: a master
     without the stall brake takes V Offline a suspicion TTL after the resume, one with it (our
     design credits the pause to V's deadline) up to an active TTL later; probed any earlier,
-    whether V is gone yet would depend on where V's last Ping fell, not on the design."""
+    whether V is gone yet would depend on where V's last Ping fell, not on the design.
+
+    V is killed right after a Ping of its (as :func:`client_pause` stops it), so its deadline
+    falls 1.5 s into the pause: a master without the brake suspects it at the resume, one with
+    it about 1.5 s later (the pause credited). The ``resumed`` probe, 0.8 s after the resume,
+    sits between the two in every run; at a random kill time the braked suspicion fell anywhere
+    from 0.5 to 1.5 s after the resume, on either side of a probe there."""
     a, (v,), o = holders_stored(run)
+    if kill_first:
+        after_ping(run, v)
     run.fault()
     if kill_first:
         v.kill()
@@ -132,7 +140,7 @@ def master_pause(run, pause_s, kill_first=False):
     if run.kind.upstream:
         run.record["design"] = STALL_BRAKE
     if kill_first:
-        sleep_until(t1 + 1.3)
+        sleep_until(t1 + 0.8)
         run.probe("resumed", o)
         sleep_until(t1 + ACTIVE_S + SUSPICION_S + 1.3)
     else:
