@@ -75,6 +75,9 @@ pub(crate) struct WallClock {
     epoch: Instant,
 }
 
+/// Where in its millisecond of the master clock a monitor tick is due ([`WallClock::on_phase`]).
+pub(crate) const PHASE: Duration = Duration::from_micros(300);
+
 /// The widest gap accepted between the monotonic reads around the wall read of a pairing.
 const PAIRING: Duration = Duration::from_micros(200);
 
@@ -102,6 +105,23 @@ impl WallClock {
         match instant.checked_duration_since(self.at) {
             Some(d) => self.wall + d,
             None => self.wall - self.at.duration_since(instant),
+        }
+    }
+
+    /// The latest instant at or before `t` that lies [`PHASE`] past a whole millisecond of the
+    /// master clock. The monitor ticks on such instants: the master reads its clock a few
+    /// microseconds after waking, so every tick reads the millisecond it was stamped in, and a
+    /// deadline a whole number of ticks after a commit is met by the same tick the log shows
+    /// (woken at a random phase, a wake-up jitter of tens of microseconds near a millisecond
+    /// boundary moved some commits a tick later than the logged ticks put them).
+    pub(crate) fn on_phase(self, t: Instant) -> Instant {
+        let since = t.saturating_duration_since(self.epoch);
+        let whole = Duration::from_millis(since.as_millis() as u64);
+        let at = self.epoch + whole + PHASE;
+        if at <= t {
+            at
+        } else {
+            at.checked_sub(Duration::from_millis(1)).unwrap_or(t)
         }
     }
 

@@ -50,7 +50,9 @@ impl MonitorThread {
         let flag = stop.clone();
         let handle = thread::Builder::new().name("serve-monitor".into()).spawn(move || {
             let tick = Duration::from_millis(state.master.tick_ms());
-            let start = Instant::now();
+            // On the phase (log.rs `WallClock::on_phase`): every slot below is then too, the
+            // tick being a whole number of milliseconds.
+            let start = state.wall.on_phase(Instant::now());
             // The grid's origin, which a reader of the log locates the ticks from: stamped at
             // `start` itself, on the same pairing as the events' stamps.
             event!(
@@ -68,7 +70,7 @@ impl MonitorThread {
                     sleep(next - now);
                 }
                 let woke = Instant::now();
-                let slot = slot_of(next, woke);
+                let slot = slot_of(next, woke, state.wall);
                 state.master.tick();
                 let ran = woke.elapsed();
                 log_events(&state);
@@ -107,11 +109,12 @@ impl MonitorThread {
     }
 }
 
-/// The slot a tick due at `due` that woke at `woke` ran in: `due`, or its wake-up if it woke
-/// more than [`LATE`] after it (the grid starts again from there).
-fn slot_of(due: Instant, woke: Instant) -> Instant {
+/// The slot a tick due at `due` that woke at `woke` ran in: `due`, or, if it woke more than
+/// [`LATE`] after it, the last instant on the phase before its wake-up (the grid starts again
+/// from there, on the phase).
+fn slot_of(due: Instant, woke: Instant, wall: WallClock) -> Instant {
     if woke > due + LATE {
-        woke
+        wall.on_phase(woke)
     } else {
         due
     }
@@ -200,16 +203,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_grid_is_kept_while_ticks_are_on_time_and_restarts_from_a_late_one() {
+    fn the_grid_is_kept_while_ticks_are_on_time_and_restarts_on_the_phase_from_a_late_one() {
         let t0 = Instant::now();
-        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let wall = WallClock::new(t0);
         let us = |n: u64| t0 + Duration::from_micros(n);
+        let phase = super::super::log::PHASE.as_micros() as u64;
+        let due = us(100_000 + phase);
+        assert_eq!(wall.on_phase(due), due, "a due slot is on the phase");
         // On time, or within the sleep's overshoot: the slot stays where it was due.
-        assert_eq!(slot_of(ms(100), ms(100)), ms(100));
-        assert_eq!(slot_of(ms(100), us(100_900)), ms(100));
-        // Late (a busy machine, a stopped process): the grid starts again from the wake-up,
-        // so the next tick is a whole period after this one, and no slot is made up.
-        assert_eq!(slot_of(ms(100), ms(160)), ms(160));
-        assert_eq!(slot_of(ms(100), ms(8_100)), ms(8_100));
+        assert_eq!(slot_of(due, due, wall), due);
+        assert_eq!(slot_of(due, us(100_900 + phase), wall), due);
+        // Late (a busy machine, a stopped process): the grid starts again from the last instant
+        // on the phase before the wake-up, so the next tick is a whole period after this one,
+        // no slot is made up, and every tick stays on the phase.
+        assert_eq!(slot_of(due, us(160_000 + phase + 500), wall), us(160_000 + phase));
+        assert_eq!(slot_of(due, us(160_000), wall), us(159_000 + phase));
+        assert_eq!(slot_of(due, us(8_100_000 + phase), wall), us(8_100_000 + phase));
     }
 }
