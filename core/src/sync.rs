@@ -177,12 +177,6 @@ impl<T: bytemuck::Pod> Atomic<T> {
     }
 }
 
-// The liveness word must not fall back to a lock inside `atomic::Atomic` (it would for a size
-// or alignment no hardware atomic has): Ping's "one CAS" and the serving check's "one load"
-// depend on it.
-#[cfg(not(loom))]
-const _: () = assert!(Atomic::<crate::liveness::word::Word>::is_lock_free());
-
 /// `Arc` as used inside an `ArcCell`: always `std::sync::Arc` (arc-swap needs it, and the
 /// loom stand-in stores one too), so values can move between the two without conversion.
 /// Also the `Arc` of immutable shared values that take part in no race and must hash and

@@ -22,13 +22,45 @@
 //! Owns: time and the stall credit. Imports only `sync`; may not touch liveness state: deadlines
 //! are stored in the records' words by the record's own CAS loops, read against this clock.
 
-mod time;
-
-pub use time::{BaseMs, LivenessMs};
-
 use crate::sync::{AtomicU64, Ordering};
 use std::fmt;
 use std::time::Instant;
+
+/// A time on a base clock, ms ([`Clock::now_ms`] of the system or a
+/// manual clock): when an event happened, when the monitor last ran. Not comparable with a
+/// [`LivenessMs`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BaseMs(pub u64);
+
+/// A time on the liveness clock, ms: base time minus every master stall detected so far
+/// ([`LivenessClock`]). Every deadline a word holds is one. Not
+/// comparable with a [`BaseMs`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LivenessMs(pub u64);
+
+impl BaseMs {
+    /// `ms` later, saturating.
+    pub fn saturating_add(self, ms: u64) -> Self {
+        Self(self.0.saturating_add(ms))
+    }
+
+    /// Milliseconds from `earlier` to `self` (0 if `earlier` is later).
+    pub fn since(self, earlier: BaseMs) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl LivenessMs {
+    /// `ms` later, saturating.
+    pub fn saturating_add(self, ms: u64) -> Self {
+        Self(self.0.saturating_add(ms))
+    }
+
+    /// Milliseconds from `earlier` to `self` (0 if `earlier` is later).
+    pub fn since(self, earlier: LivenessMs) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
 
 /// A monitor tick: `liveness_ms / tick_ms`. The wheel works only in ticks.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -28,6 +28,9 @@ pub mod registry;
 mod slab;
 pub mod word;
 
+/// A liveness core on a manual clock at 0 (1 s TTLs, 100 ms ticks), for other modules' tests.
+#[cfg(all(test, not(loom)))]
+pub(crate) use mount::tests::live as test_liveness;
 pub use mount::{MountCommitted, MountRefused, PendingMount};
 pub use owner::Owner;
 pub use record::{Applied, ClientLivenessRecord};

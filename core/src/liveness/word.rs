@@ -138,6 +138,13 @@ impl Seq {
 #[repr(transparent)]
 pub struct Word(u64);
 
+// The liveness word must not fall back to a lock inside `atomic::Atomic` (it would for a size
+// or alignment no hardware atomic has): Ping's "one CAS" and the serving check's "one load"
+// depend on it. Asserted here, beside the word, so that `sync` (the bottom layer) names no
+// type above it.
+#[cfg(not(loom))]
+const _: () = assert!(crate::sync::Atomic::<Word>::is_lock_free());
+
 impl Word {
     /// Packs the three fields; a deadline beyond [`MAX_DEADLINE_MS`] saturates.
     pub fn pack(state: LivenessState, seq: Seq, deadline: LivenessMs) -> Word {

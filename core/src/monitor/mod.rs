@@ -379,3 +379,32 @@ impl fmt::Debug for Monitor {
             .finish()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Monitor;
+    use crate::liveness::{ClientId, Incarnation, LostReason, MountRefused};
+
+    /// The mount's two halves against the monitor: an Offline commit between them loses the
+    /// mount, and the Offline record then bars a new one (here, beside the monitor, so that
+    /// `liveness` never names the monitor, not even in a test).
+    #[test]
+    fn offline_between_the_halves_loses_the_mount_and_then_bars_it() {
+        let (clock, l) = crate::liveness::test_liveness();
+        let mut m = Monitor::new(&l);
+        let _ = l.commit_mount(l.begin_mount(ClientId(3), None).unwrap()).unwrap();
+        m.tick(&l);
+        let pending = l.begin_mount(ClientId(3), None).unwrap();
+        let mut jobs = Vec::new();
+        for _ in 0..25 {
+            clock.advance_ms(100);
+            jobs.extend(m.tick(&l).jobs);
+        }
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(l.commit_mount(pending).unwrap_err(), LostReason::WentOffline);
+        assert_eq!(
+            l.begin_mount(ClientId(3), None).unwrap_err(),
+            MountRefused::Offboarding(Incarnation(1))
+        );
+    }
+}
