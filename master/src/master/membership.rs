@@ -281,7 +281,7 @@ impl MasterCore {
                 if remount {
                     record.set_ready(true);
                 }
-                self.push_transition(recovered);
+                self.journal.record_transition(recovered);
                 Ok(())
             }
             MountOutcome::Failed(e) => Err(e),
@@ -367,7 +367,7 @@ impl MasterCore {
             });
             match outcome {
                 MountOutcome::Mounted { recovered, .. } => {
-                    self.push_transition(recovered);
+                    self.journal.record_transition(recovered);
                     Ok(())
                 }
                 MountOutcome::Failed(e) => Err(e),
@@ -397,7 +397,7 @@ impl MasterCore {
     /// The work behind [`Master::ping_id`].
     pub(crate) fn ping_id(&self, id: ClientId, token: Option<Incarnation>) -> PingStatus {
         let out = self.live.ping(id, token);
-        self.push_transition(out.recovered);
+        self.journal.record_transition(out.recovered);
         out.status
     }
 

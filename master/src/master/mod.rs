@@ -88,7 +88,6 @@
 
 mod data;
 mod error;
-mod event_log;
 mod events;
 mod external;
 #[cfg(all(test, not(loom)))]
@@ -112,7 +111,6 @@ mod work;
 
 pub use data::MAX_REPLICAS;
 pub use error::MasterError;
-pub use event_log::DEFAULT_EVENT_LOG_CAPACITY;
 pub use events::{MasterEvent, ReplicaDesc, TaskDesc};
 pub use external::{ExternalMetadata, InMemoryMetadata};
 pub(crate) use lock_order::lock;
@@ -126,14 +124,15 @@ pub use quota::TenantQuota;
 pub(crate) use quota::{add_refund, Refunds};
 pub use rooms::LocalDisk;
 use rooms::LocalDisks;
+pub use rooms::DEFAULT_EVENT_LOG_CAPACITY;
 pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentAlloc, SegmentId, Segments};
 pub use shard::{Objects, Shard, Shards};
 pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;
-use crate::liveness::{ClientId, Incarnation, Liveness, Registry, Transition};
-use crate::monitor::{LivenessEvent, Monitor};
+use crate::liveness::{ClientId, Incarnation, Liveness, Registry};
+use crate::monitor::Monitor;
 use crate::sync::{Arc, CellArc, Mutex, MutexGuard, RwLockReadGuard};
 use lock_order::{Level, Ordered};
 use std::collections::BTreeMap;
@@ -343,12 +342,6 @@ impl MasterCore {
     fn seam(&self) -> crate::eligibility::Seam {
         crate::eligibility::Seam {
             enabled: !self.options.seam_disabled,
-        }
-    }
-
-    fn push_transition(&self, t: Option<Transition>) {
-        if let Some(t) = t {
-            self.journal.record(MasterEvent::Liveness(LivenessEvent::Transition(t)));
         }
     }
 }
@@ -590,7 +583,7 @@ mod tests {
             .take_events()
             .iter()
             .filter_map(|e| match e {
-                MasterEvent::Liveness(LivenessEvent::StallDetected { ms, .. }) => Some(*ms),
+                MasterEvent::Liveness(crate::LivenessEvent::StallDetected { ms, .. }) => Some(*ms),
                 _ => None,
             })
             .collect();

@@ -24,6 +24,7 @@ mod work;
 pub(crate) use data::Data;
 pub(crate) use jobs::Jobs;
 pub(crate) use journal::Journal;
+pub use journal::DEFAULT_EVENT_LOG_CAPACITY;
 pub use membership::LocalDisk;
 pub(crate) use membership::{LocalDisks, Membership};
 pub(crate) use work::Work;
