@@ -11,7 +11,7 @@
 //!   the crate, the liveness core's included, and fails when acquisitions close a cycle.
 //!
 //! Ground rules:
-//! - Every master lock is owned by one room (`rooms/`: `Membership`, `Data`, `Work`, `Jobs`;
+//! - Every master lock is owned by one room (`rooms/`: `Membership`, `Data`, `Work`; `offboard/`: `Jobs`;
 //!   the monitor by the core itself), private to it, and
 //!   taken only through that room's methods: [`lock`] (leaves, the monitor, the
 //!   pool, the stripes), `Shards::lock`, the segment table's accessors, the gate's accessors or

@@ -13,16 +13,17 @@
 //! | `query` | the diagnostic status query |
 //! | `stats` | the statistics, the gauges and an embedder executor's reports |
 //!
-//! The paths own no state: the **rooms** (`rooms/`) do. Each room holds its fields and the
-//! locks guarding them privately, and its methods are the only door; a path that needs two
-//! rooms calls methods of each:
+//! The paths own no state: the **rooms** do (`rooms/`, and `Jobs`, which lives in `offboard/`,
+//! the only folder that opens it). Each room holds its fields and the locks guarding them
+//! privately, and its methods are the only door; a path that needs two rooms calls methods of
+//! each:
 //!
 //! | room | holds |
 //! |---|---|
 //! | `Membership` | the client-name table, the client stripes, the gate, the LocalDisk registrations, the external metadata store |
 //! | `Data` | the metadata shards, the segment table, the NoF segments, the quotas (`quota`), the allocation RNG, the eviction cursor |
 //! | `Work` | the task table |
-//! | `Jobs` | the offboarding state (driver, outbox, parked jobs, scratch) and the worker pool |
+//! | `Jobs` (`offboard/`) | the offboarding state (driver, outbox, parked jobs, scratch) and the worker pool |
 //! | `Journal` | the event log and the counters (lock-free: Ping's side) |
 //!
 //! The core keeps the liveness core (lock-free, behind its own methods) and the monitor.
@@ -164,7 +165,7 @@ pub(crate) struct MasterCore {
     data: rooms::Data,
     work: rooms::Work,
     journal: rooms::Journal,
-    jobs: rooms::Jobs,
+    jobs: offboard::Jobs,
 }
 
 impl Ordered for Monitor {
@@ -325,7 +326,7 @@ impl MasterCore {
             monitor: Mutex::new(monitor),
             tick_ms,
             options,
-            jobs: rooms::Jobs::default(),
+            jobs: offboard::Jobs::default(),
         }
     }
 

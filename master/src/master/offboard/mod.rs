@@ -31,7 +31,7 @@
 //!
 //! | file | owns | locks |
 //! |---|---|---|
-//! | `mod.rs` | the drivers, the parked jobs (a [`Schedule`]: retries, the start rate limit), the outbox, scratch, the inline attempt | the `offboarding` leaf, alone |
+//! | `mod.rs` | the `Jobs` room (the offboarding state and the pool, behind their locks), the drivers, the parked jobs (a [`Schedule`]: retries, the start rate limit), the outbox, scratch, the inline attempt | the `offboarding` leaf, alone |
 //! | `steps` | the five steps over the master's tables, fault injection | one shard at a time → leaves; the `gate` shared for the unmounting steps |
 //! | `pool` | the `Workers` driver: the [`Executor`](crate::offboarding::executor::Executor) the master starts and stops | the `pool` leaf, then the `offboarding` leaf (never the reverse) |
 //!
@@ -46,10 +46,12 @@ mod steps;
 pub(super) use pool::Pool;
 use steps::Inline;
 
+use super::lock_order::{lock, Held, Level, Ordered};
 use super::{Master, MasterCore, MasterEvent};
 use crate::liveness::{ClientId, Incarnation};
 use crate::offboarding::schedule::{Limits, Schedule};
 use crate::offboarding::{complete_client_offboarding, ClientOffboardingJob, Step};
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::BTreeMap;
 
 /// Who runs the master's offboarding jobs.
@@ -101,6 +103,52 @@ impl Offboarding {
 
     fn driver(&self) -> OffboardingDriver {
         self.driver.unwrap_or(OffboardingDriver::Inline)
+    }
+}
+
+impl Ordered for Offboarding {
+    const LEVEL: Level = Level::Leaf;
+}
+impl Ordered for Option<Pool> {
+    const LEVEL: Level = Level::Pool;
+}
+
+/// The Jobs room: the offboarding state (the driver, the outbox, the parked jobs and their
+/// schedule, the per-job scratch, injected faults) and the worker pool, behind their locks.
+///
+/// Owns: the `pool` level and the offboarding-state leaf. The pool is taken before the
+/// offboarding state, never the reverse (`Level::Pool` sits above `Level::Leaf`). Only this
+/// folder opens the state; the steps a job runs call the other rooms' methods.
+#[derive(Debug, Default)]
+pub(crate) struct Jobs {
+    state: Mutex<Offboarding>,
+    #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
+    pool: Mutex<Option<Pool>>,
+}
+
+impl Jobs {
+    /// The offboarding state (the leaf, locked).
+    fn state(&self) -> Held<MutexGuard<'_, Offboarding>> {
+        lock(&self.state)
+    }
+
+    /// The worker pool, if started (locked).
+    #[cfg_attr(loom, allow(dead_code))] // no worker pool under loom
+    pub(in crate::master) fn pool(&self) -> Held<MutexGuard<'_, Option<Pool>>> {
+        lock(&self.pool)
+    }
+
+    /// Each lock of the room, taken raw past the order check (a test holding every lock of
+    /// the master at once, in the order it chooses).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn state_raw(&self) -> MutexGuard<'_, Offboarding> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// See [`Jobs::state_raw`].
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn pool_raw(&self) -> MutexGuard<'_, Option<Pool>> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

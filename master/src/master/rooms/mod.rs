@@ -7,7 +7,7 @@
 //! | [`Membership`] | the client-name table, the client stripes, the gate, the LocalDisk registrations, the external metadata store | `client stripe`, `gate`, `names`; the LocalDisk and external-store leaves |
 //! | [`Data`] | the metadata shards, the segment table, the NoF segments, the quotas, the allocation RNG, the eviction cursor | `metadata shard`, `segments`; the NoF, quota and RNG leaves (and each segment's allocator leaf) |
 //! | [`Work`] | the task table | the `tasks` leaf |
-//! | [`Jobs`] | the offboarding state (driver, outbox, parked jobs, scratch, faults) and the worker pool | `pool`; the offboarding-state leaf |
+//! | `Jobs` (in `offboard/`, the only folder that opens it) | the offboarding state (driver, outbox, parked jobs, scratch, faults) and the worker pool | `pool`; the offboarding-state leaf |
 //! | [`Journal`] | the event log, the counters | none (lock-free) |
 //!
 //! The master's module doc holds the whole lock table and the order; a test checks it against
@@ -16,13 +16,11 @@
 //! [`Ordered`]: super::lock_order::Ordered
 
 mod data;
-mod jobs;
 mod journal;
 mod membership;
 mod work;
 
 pub(crate) use data::Data;
-pub(crate) use jobs::Jobs;
 pub(crate) use journal::Journal;
 pub use journal::DEFAULT_EVENT_LOG_CAPACITY;
 pub use membership::LocalDisk;
