@@ -107,7 +107,6 @@ mod segment;
 mod shard;
 mod snapshot;
 mod stats;
-mod task;
 mod work;
 
 pub use data::MAX_REPLICAS;
@@ -126,9 +125,9 @@ pub(crate) use quota::{add_refund, Refunds};
 pub use rooms::LocalDisk;
 use rooms::LocalDisks;
 pub use rooms::DEFAULT_EVENT_LOG_CAPACITY;
+pub use rooms::{Task, TaskKind, Tasks};
 pub use segment::{AllocationStrategy, Lifecycle, Segment, SegmentAlloc, SegmentId, Segments};
 pub use shard::{Objects, Shard, Shards};
-pub use task::{Task, TaskKind, Tasks};
 
 use crate::clock::Clock;
 use crate::config::LivenessConfig;

@@ -12,9 +12,9 @@
 //! `tasks` table is a leaf taken inside it.
 
 use super::object::{Replica, ReplicaKind};
+use super::rooms::{Task, TaskKind};
 use super::segment::{Segment, SegmentId};
 use super::shard::Shard;
-use super::task::{Task, TaskKind};
 use super::{Master, MasterCore, MasterError, Refunds, TaskDesc};
 use crate::eligibility::{self, Purpose};
 use crate::liveness::{ClientId, ClientLivenessRecord, Owner};

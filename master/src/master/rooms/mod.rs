@@ -26,3 +26,4 @@ pub use journal::DEFAULT_EVENT_LOG_CAPACITY;
 pub use membership::LocalDisk;
 pub(crate) use membership::{LocalDisks, Membership};
 pub(crate) use work::Work;
+pub use work::{Task, TaskKind, Tasks};

@@ -10,7 +10,7 @@
 
 use super::super::object::{Object, ReplicaKind};
 use super::super::offboard::Scratch;
-use super::super::task::Task;
+use super::super::rooms::Task;
 use super::super::{LocalDisk, Master, MasterCore};
 use crate::liveness::{ClientId, Incarnation};
 use crate::snapshot::*;

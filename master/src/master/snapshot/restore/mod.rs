@@ -20,8 +20,8 @@
 //!   claimed offboarding progress is kept is decided in `claims.rs`.
 
 use super::super::offboard::Scratch;
+use super::super::rooms::{Task, TaskKind};
 use super::super::segment::Segment;
-use super::super::task::{Task, TaskKind};
 use super::super::{LocalDisk, Master, MasterCore, MasterOptions};
 use super::claims::check_claims;
 use crate::clock::Clock;
