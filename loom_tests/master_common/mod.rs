@@ -5,7 +5,7 @@
 //! a whole master (mounts, puts, a tick that runs a job) exceeds.
 //!
 //! Under `cfg(loom)` the master creates 2 membership stripes and 2 name shards instead of 256 and
-//! 64 (master/src/master/mod.rs, names.rs): each is a modelled object built per iteration.
+//! 64 (master/src/master/mod.rs, rooms/membership.rs): each is a modelled object built per iteration.
 #![allow(dead_code, unreachable_pub)]
 
 #[path = "../../tests/invariants/mod.rs"]

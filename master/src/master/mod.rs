@@ -27,9 +27,10 @@
 //! | `Journal` | the event log and the counters (lock-free: Ping's side) |
 //!
 //! The core keeps the liveness core (lock-free, behind its own methods) and the monitor.
-//! Below the paths: `segment`, `shard`, `task`, `object`, `names` (the
-//! tables), `external` (the external metadata store), `events` (what the master hands out) and
-//! `error` import no path; `options` holds [`MasterOptions`].
+//! A room holds the tables only it opens (`Membership` the client-name table, `Work` the task
+//! table, `Journal` the event log). The data room's tables (`segment`, `shard`, `object`),
+//! `external` (the external metadata store), `events` (what the master hands out) and `error`
+//! sit below the paths and import none; `options` holds [`MasterOptions`].
 //! This file owns the [`Master`] / `MasterCore` pair, the lock table below and the accessors;
 //! it may not hold a path's logic (each path lives in its module). [`Master`] is the only door:
 //! each module that holds a path also holds that path's public method on [`Master`], which hands
@@ -95,7 +96,6 @@ mod external;
 mod lock_free_ping_tests;
 mod lock_order;
 mod membership;
-mod names;
 pub mod nof;
 mod object;
 mod offboard;
