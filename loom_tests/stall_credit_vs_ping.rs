@@ -1,7 +1,7 @@
 //! Race: the monitor detects a master stall and adds it to the liveness clock's credit while a
 //! Ping reads the liveness clock to compute its deadline.
 //!
-//! Invariant 5 (master stalls are not client failures) and the `clock/mod.rs` ground rule: a signal
+//! Invariant 5 (master stalls are not client failures) and the `clock.rs` ground rule: a signal
 //! that reads the credit just before the monitor adds a stall stores a deadline later than it
 //! needs to be; the error is only ever in the client's favour.
 //!
