@@ -27,21 +27,6 @@ impl Lifecycle {
             (Lifecycle::Ok, _) | (Lifecycle::Draining, Purpose::Read)
         )
     }
-
-    const ALL: [Lifecycle; 4] = [Self::Mounting, Self::Ok, Self::Draining, Self::Unmounting];
-
-    /// The lifecycle's index in a segment's atomic word (the master's encoding).
-    #[doc(hidden)]
-    pub fn index(self) -> u64 {
-        Self::ALL.iter().position(|l| *l == self).unwrap_or(3) as u64
-    }
-
-    /// The lifecycle an atomic word holds; an out-of-range word is `Unmounting`.
-    #[doc(hidden)]
-    pub fn from_index(i: u64) -> Self {
-        // An out-of-range word fails closed: it serves nothing.
-        Self::ALL.get(i as usize).copied().unwrap_or(Self::Unmounting)
-    }
 }
 
 /// What a task asks its executor to do.

@@ -62,6 +62,27 @@ pub struct Segment {
     alloc: Mutex<SegmentAlloc>,
 }
 
+/// A lifecycle as the segment's atomic word holds it (this file's encoding, nobody else's).
+fn word_of(l: Lifecycle) -> u64 {
+    match l {
+        Lifecycle::Mounting => 0,
+        Lifecycle::Ok => 1,
+        Lifecycle::Draining => 2,
+        Lifecycle::Unmounting => 3,
+    }
+}
+
+/// The lifecycle a segment's word holds; an out-of-range word fails closed (`Unmounting`:
+/// it serves nothing).
+fn lifecycle_of(word: u64) -> Lifecycle {
+    match word {
+        0 => Lifecycle::Mounting,
+        1 => Lifecycle::Ok,
+        2 => Lifecycle::Draining,
+        _ => Lifecycle::Unmounting,
+    }
+}
+
 impl Segment {
     /// A new segment in `lifecycle`.
     pub(crate) fn new(
@@ -78,7 +99,7 @@ impl Segment {
             client_name,
             size,
             owner,
-            lifecycle: AtomicU64::new(lifecycle.index()),
+            lifecycle: AtomicU64::new(word_of(lifecycle)),
             awaiting_adoption: AtomicBool::new(false),
             alloc: Mutex::new(SegmentAlloc::default()),
         }
@@ -86,7 +107,7 @@ impl Segment {
 
     /// The lifecycle now (one load).
     pub fn lifecycle(&self) -> Lifecycle {
-        Lifecycle::from_index(self.lifecycle.load(Ordering::Acquire))
+        lifecycle_of(self.lifecycle.load(Ordering::Acquire))
     }
 
     /// Marks a segment restored from a snapshot: its owner's next ReMount adopts it.
@@ -107,7 +128,7 @@ impl Segment {
     /// still succeeded from `Ok` and the unmounted segment ended `Draining`:
     /// loom_tests/master_drain_vs_unmount.rs.)
     pub(crate) fn set_lifecycle(&self, l: Lifecycle) {
-        self.lifecycle.swap(l.index(), Ordering::AcqRel);
+        self.lifecycle.swap(word_of(l), Ordering::AcqRel);
     }
 
     /// Drain's start: `Ok` → `Draining` by CAS (`Draining` stays), or `false` if the segment
@@ -115,7 +136,7 @@ impl Segment {
     /// `Unmounting` between the two would have been overwritten with `Draining`, and a segment
     /// being unmounted would serve reads again (issue 29).
     pub(crate) fn begin_drain(&self) -> bool {
-        let (ok, draining) = (Lifecycle::Ok.index(), Lifecycle::Draining.index());
+        let (ok, draining) = (word_of(Lifecycle::Ok), word_of(Lifecycle::Draining));
         match self
             .lifecycle
             .compare_exchange(ok, draining, Ordering::AcqRel, Ordering::Acquire)
@@ -334,6 +355,23 @@ mod tests {
             let s = segment(from);
             assert_eq!(s.begin_drain(), started, "{from:?}");
             assert_eq!(s.lifecycle(), after, "{from:?}");
+        }
+    }
+
+    /// Every lifecycle survives the segment's word, and a word no lifecycle writes fails closed.
+    #[test]
+    fn the_lifecycle_word_round_trips_and_an_unknown_word_serves_nothing() {
+        for l in [
+            Lifecycle::Mounting,
+            Lifecycle::Ok,
+            Lifecycle::Draining,
+            Lifecycle::Unmounting,
+        ] {
+            assert_eq!(lifecycle_of(word_of(l)), l);
+            assert_eq!(segment(l).lifecycle(), l);
+        }
+        for word in [4, 17, u64::MAX] {
+            assert_eq!(lifecycle_of(word), Lifecycle::Unmounting, "word {word}");
         }
     }
 }
