@@ -3,7 +3,8 @@
 # Runs: rustfmt check, clippy -D warnings, rustdoc -D warnings, unit + integration + doc tests
 # (with the fuzz smoke test, feature `fuzzing`), the invariant-map check (every test, loom
 # model, fuzz target and path core/src/docs/invariants.rs cites exists; a few seconds), the import
-# check (no circle between the files of src/; scripts/check_imports.py, a second), the full
+# check (no circle between the files of src/; scripts/check_imports.py, a second), the size
+# check (no source file over 600 lines; scripts/check_sizes.py), the full
 # simulate scenario and the minimised differential corpus (fuzz/corpus-min) in release, the
 # embedding example (examples/embed.rs, asserts its story), a build check of the fuzz crate,
 # the C ABI (ffi crate tests, scripts/cpp.sh: header freshness, C++ tests plain/ASan+UBSan/TSan,
@@ -54,6 +55,9 @@ python3 scripts/check_invariant_map.py target/test-list.txt
 
 step "no import circle between the files of any crate's src/ (core, master, tools; a second or two)"
 python3 scripts/check_imports.py
+
+step "no source file over 600 lines in any crate's src/ (test files apart; under a second)"
+python3 scripts/check_sizes.py
 
 step "realload: the real-client driver reads a master log right (made-up log, under a second)"
 python3 -m realload.selftest
