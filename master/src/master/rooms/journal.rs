@@ -47,8 +47,7 @@
 //! - Under loom the queue is `sync`'s modelled stand-in, like the offboarding queue's.
 
 use super::super::MasterEvent;
-use crate::liveness::Transition;
-use crate::liveness::{Cause, Liveness};
+use crate::liveness::{Cause, Liveness, Transition};
 use crate::offboarding::Step;
 use crate::sync::{AtomicU64, AtomicUsize, Ordering, SegQueue};
 use crate::telemetry::{self, Stats};

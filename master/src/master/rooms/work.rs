@@ -15,8 +15,7 @@
 use super::super::lock_order::{lock, Held, Level, Ordered};
 use super::super::segment::{Segment, SegmentId};
 use crate::liveness::{ClientId, Owner};
-use crate::sync::Arc;
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::{Arc, Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The task table behind its lock (see the module doc).
