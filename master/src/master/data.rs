@@ -31,7 +31,7 @@ const SAMPLE_ABOVE: usize = 64;
 impl Master {
     /// PutStart for the default tenant; see [`Master::put_for`].
     pub fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.core.put(key, size, replicas)
+        self.core.put_start(None, DEFAULT_TENANT, key, size, replicas)
     }
 
     /// PutStart: allocates `replicas` (1 to [`MAX_REPLICAS`]) replicas of `size` bytes on distinct serving segments,
@@ -46,7 +46,7 @@ impl Master {
         size: u64,
         replicas: usize,
     ) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.core.put_for(tenant, key, size, replicas)
+        self.core.put_start(None, tenant, key, size, replicas)
     }
 
     /// PutStart by a known writer: as [`Master::put_for`], and the object remembers its
@@ -67,24 +67,24 @@ impl Master {
     /// PutEnd: the writer finished; the replicas become readable. Accepted whatever the owners'
     /// liveness (invariant 11).
     pub fn put_end(&self, key: &str) -> Result<(), MasterError> {
-        self.core.put_end(key)
+        self.core.put_callback(None, key, true)
     }
 
     /// PutRevoke: the writer abandoned the put; its allocations are released.
     pub fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
-        self.core.put_revoke(key)
+        self.core.put_callback(None, key, false)
     }
 
     /// PutEnd from `client`: refused from an unknown (`ILLEGAL_CLIENT`) or Offline
     /// (`UNAVAILABLE_IN_CURRENT_STATUS`) client and from anyone but the object's writer, if it
     /// has one; accepted from a Suspected one (invariant 11).
     pub fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
-        self.core.put_end_as(client, key)
+        self.core.put_callback(Some(client), key, true)
     }
 
     /// PutRevoke from `client`, with the same rules as [`Master::put_end_as`].
     pub fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
-        self.core.put_revoke_as(client, key)
+        self.core.put_callback(Some(client), key, false)
     }
 
     /// GetReplicaList: the replicas a reader may use now; a hit makes the key recently used.
@@ -120,22 +120,6 @@ impl Master {
 }
 
 impl MasterCore {
-    /// The work behind [`Master::put`].
-    pub(crate) fn put(&self, key: &str, size: u64, replicas: usize) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.put_for(DEFAULT_TENANT, key, size, replicas)
-    }
-
-    /// The work behind [`Master::put_for`].
-    pub(crate) fn put_for(
-        &self,
-        tenant: &str,
-        key: &str,
-        size: u64,
-        replicas: usize,
-    ) -> Result<Vec<ReplicaDesc>, MasterError> {
-        self.put_start(None, tenant, key, size, replicas)
-    }
-
     /// The work behind [`Master::put_as`].
     pub(crate) fn put_as(
         &self,
@@ -149,6 +133,8 @@ impl MasterCore {
         self.put_start(Some(rec), tenant, key, size, replicas)
     }
 
+    /// The work behind every PutStart: [`Master::put`], [`Master::put_for`] and, with the
+    /// writer's record, [`Master::put_as`].
     fn put_start(
         &self,
         writer: Option<Arc<ClientLivenessRecord>>,
@@ -287,26 +273,7 @@ impl MasterCore {
                 .all(|r| r.segment().is_some() && r.eligibility(seam).serves())
     }
 
-    /// The work behind [`Master::put_end`].
-    pub(crate) fn put_end(&self, key: &str) -> Result<(), MasterError> {
-        self.put_callback(None, key, true)
-    }
-
-    /// The work behind [`Master::put_revoke`].
-    pub(crate) fn put_revoke(&self, key: &str) -> Result<(), MasterError> {
-        self.put_callback(None, key, false)
-    }
-
-    /// The work behind [`Master::put_end_as`].
-    pub(crate) fn put_end_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
-        self.put_callback(Some(client), key, true)
-    }
-
-    /// The work behind [`Master::put_revoke_as`].
-    pub(crate) fn put_revoke_as(&self, client: &str, key: &str) -> Result<(), MasterError> {
-        self.put_callback(Some(client), key, false)
-    }
-
+    /// The work behind PutEnd (`end`) and PutRevoke, from `client` if one is named.
     fn put_callback(&self, client: Option<&str>, key: &str, end: bool) -> Result<(), MasterError> {
         let caller = client.map(|c| self.callback_record(c)).transpose()?;
         let mut shard = self.data.shards().lock_key(key);

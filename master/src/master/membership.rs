@@ -65,7 +65,7 @@ fn add_segments(
 impl Master {
     /// MountSegment: a liveness signal when it succeeds (or the segment is already this client's).
     pub fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
-        self.core.mount(client, segment, size)
+        self.core.mount_with_token(client, None, segment, size)
     }
 
     /// MountSegment with the caller's incarnation token (decisions.md question 4): a token
@@ -105,7 +105,7 @@ impl Master {
     /// Ping: takes no lock (a lock-free name lookup, the lock-free registry, one CAS loop on the
     /// word). An unknown name is `NEED_REMOUNT` and creates nothing.
     pub fn ping(&self, client: &str) -> PingStatus {
-        self.core.ping(client)
+        self.core.ping_with_token(client, None)
     }
 
     /// Ping with the caller's incarnation token: a stale token is `NEED_REMOUNT`.
@@ -128,11 +128,6 @@ impl Master {
 }
 
 impl MasterCore {
-    /// The work behind [`Master::mount`].
-    pub(crate) fn mount(&self, client: &str, segment: &str, size: u64) -> Result<(), MasterError> {
-        self.mount_with_token(client, None, segment, size)
-    }
-
     /// The work behind [`Master::mount_with_token`].
     pub(crate) fn mount_with_token(
         &self,
@@ -379,11 +374,6 @@ impl MasterCore {
                 MountOutcome::StaleToken => Err(MasterError::InvalidParams),
             }
         })
-    }
-
-    /// The work behind [`Master::ping`].
-    pub(crate) fn ping(&self, client: &str) -> PingStatus {
-        self.ping_with_token(client, None)
     }
 
     /// The work behind [`Master::ping_with_token`].
